@@ -1,0 +1,150 @@
+"""What the last run did, read back from its MLMD store: states, durations, blessing, push.
+
+Runners print this after a run, and tests assert on the same records, so what a user is told
+and what is checked come from one source: the metadata TFX itself wrote.
+"""
+
+import dataclasses
+import os
+
+import ml_metadata as mlmd
+from ml_metadata.proto import metadata_store_pb2
+
+_STATE_NAMES = {v: k for k, v in metadata_store_pb2.Execution.State.items()}
+OK_STATES = ("COMPLETE", "CACHED")
+
+
+@dataclasses.dataclass
+class NodeRun:
+    node_id: str
+    state: str
+    seconds: float
+    outputs: dict[str, list[metadata_store_pb2.Artifact]]
+
+
+@dataclasses.dataclass
+class RunSummary:
+    run_id: str
+    nodes: dict[str, NodeRun]
+
+    @property
+    def succeeded(self) -> bool:
+        return bool(self.nodes) and all(n.state in OK_STATES for n in self.nodes.values())
+
+    @property
+    def failed_nodes(self) -> list[str]:
+        return [n.node_id for n in self.nodes.values() if n.state not in OK_STATES]
+
+    @property
+    def component_seconds(self) -> float:
+        return sum(n.seconds for n in self.nodes.values())
+
+    def _output(self, node_id: str, key: str) -> metadata_store_pb2.Artifact | None:
+        node = self.nodes.get(node_id)
+        artifacts = node.outputs.get(key, []) if node else []
+        return artifacts[0] if artifacts else None
+
+    @property
+    def blessed(self) -> bool | None:
+        blessing = self._output("Evaluator", "blessing")
+        if blessing is None:
+            return None
+        return blessing.custom_properties["blessed"].int_value == 1
+
+    @property
+    def evaluation_uri(self) -> str | None:
+        evaluation = self._output("Evaluator", "evaluation")
+        return evaluation.uri if evaluation else None
+
+    @property
+    def anomalies_uri(self) -> str | None:
+        anomalies = self._output("ExampleValidator", "anomalies")
+        return anomalies.uri if anomalies else None
+
+    @property
+    def pushed_destination(self) -> str | None:
+        pushed = self._output("Pusher", "pushed_model")
+        if pushed is None or pushed.custom_properties["pushed"].int_value != 1:
+            return None
+        return pushed.custom_properties["pushed_destination"].string_value
+
+
+def open_store(metadata_path: str, create: bool = False) -> mlmd.MetadataStore:
+    config = metadata_store_pb2.ConnectionConfig()
+    config.sqlite.filename_uri = metadata_path
+    config.sqlite.connection_mode = (
+        metadata_store_pb2.SqliteMetadataSourceConfig.READWRITE_OPENCREATE
+        if create else metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
+    )
+    return mlmd.MetadataStore(config)
+
+
+def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary | None:
+    """The most recent pipeline run of `pipeline_name` in the store, or None if it has none."""
+    if not os.path.exists(metadata_path):
+        return None
+    store = open_store(metadata_path)
+    pipeline_ctx = store.get_context_by_type_and_name("pipeline", pipeline_name)
+    if pipeline_ctx is None:
+        return None
+    run_ids = {c.id for c in store.get_children_contexts_by_context(pipeline_ctx.id)}
+    runs = [c for c in store.get_contexts_by_type("pipeline_run")
+            if c.id in run_ids or not run_ids]
+    if not runs:
+        return None
+    run = max(runs, key=lambda c: (c.create_time_since_epoch, c.id))
+    executions = store.get_executions_by_context(run.id)
+    node_prefix = pipeline_name + "."
+    nodes: dict[str, NodeRun] = {}
+    for execution in executions:
+        node_ctx = [c for c in store.get_contexts_by_execution(execution.id)
+                    if c.name.startswith(node_prefix) and c.type == "node"]
+        node_id = node_ctx[0].name[len(node_prefix):] if node_ctx else str(execution.id)
+        outputs: dict[str, list[metadata_store_pb2.Artifact]] = {}
+        events = store.get_events_by_execution_ids([execution.id])
+        output_events = [e for e in events if e.type == metadata_store_pb2.Event.OUTPUT]
+        artifacts = {a.id: a for a in store.get_artifacts_by_id(
+            [e.artifact_id for e in output_events])}
+        for event in output_events:
+            key = event.path.steps[0].key if event.path.steps else ""
+            outputs.setdefault(key, []).append(artifacts[event.artifact_id])
+        seconds = max(
+            0.0,
+            (execution.last_update_time_since_epoch - execution.create_time_since_epoch) / 1000,
+        )
+        nodes[node_id] = NodeRun(node_id, _STATE_NAMES.get(execution.last_known_state, "UNKNOWN"),
+                                 seconds, outputs)
+    return RunSummary(run.name, nodes)
+
+
+def overall_metrics(evaluation_uri: str) -> dict[str, float]:
+    """Overall-slice metrics of a TFMA evaluation (name → value)."""
+    import tensorflow_model_analysis as tfma
+
+    result = tfma.load_eval_result(evaluation_uri)
+    for slice_key, metrics in result.slicing_metrics:
+        if slice_key == ():
+            values = metrics.get("", {}).get("", {})
+            return {k: v["doubleValue"] for k, v in values.items() if "doubleValue" in v}
+    return {}
+
+
+def format_summary(summary: RunSummary) -> str:
+    lines = [f"Run {summary.run_id}:"]
+    for node in summary.nodes.values():
+        lines.append(f"  {node.node_id:<32} {node.state:<9} {node.seconds:7.1f} s")
+    lines.append(f"  {'component time':<32} {'':<9} {summary.component_seconds:7.1f} s")
+    if summary.evaluation_uri:
+        metrics = overall_metrics(summary.evaluation_uri)
+        shown = ", ".join(f"{k}={metrics[k]:.4f}" for k in ("binary_accuracy", "auc")
+                          if k in metrics)
+        lines.append(f"Eval metrics: {shown}  ({summary.evaluation_uri})")
+    if summary.blessed is not None:
+        lines.append(f"Blessed: {'yes' if summary.blessed else 'no'}")
+    if summary.pushed_destination:
+        lines.append(f"Pushed model: {summary.pushed_destination}")
+    elif "Pusher" in summary.nodes:
+        lines.append("Pushed model: none (the model was not blessed; the serving dir is unchanged)")
+    if summary.failed_nodes:
+        lines.append(f"FAILED: {', '.join(summary.failed_nodes)}")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Trainer and Transform code of the pipeline: features, preprocessing, strategy, data, model, export."""

@@ -1,0 +1,112 @@
+"""Picks the tf.distribute strategy, in one place: TPU first, then GPUs/CPU devices.
+
+Every outcome is logged with its reason and replica count. A TPU that was asked for but cannot
+be reached is never silently replaced by the CPU when `require_tpu` (or strategy='tpu') is set.
+"""
+
+import json
+import os
+from collections.abc import Callable
+
+import tensorflow as tf
+from absl import logging
+
+from trainer_module.config import TrainerConfig
+
+ResolverFactory = Callable[[str], tf.distribute.cluster_resolver.TPUClusterResolver]
+
+
+class TPUUnavailableError(RuntimeError):
+    """A TPU was required but could not be resolved or initialized."""
+
+
+def _default_resolver(address: str) -> tf.distribute.cluster_resolver.TPUClusterResolver:
+    return tf.distribute.cluster_resolver.TPUClusterResolver(tpu=address)
+
+
+def tpu_address(config: TrainerConfig) -> str:
+    """The configured TPU address, else $TPU_NAME, else ''."""
+    return config.tpu_address or os.environ.get("TPU_NAME", "")
+
+
+def _worker_count() -> int:
+    """Workers listed in TF_CONFIG (chief included); 0 when TF_CONFIG is unset."""
+    raw = os.environ.get("TF_CONFIG", "")
+    if not raw:
+        return 0
+    try:
+        cluster = json.loads(raw).get("cluster", {})
+    except (json.JSONDecodeError, AttributeError) as e:
+        raise ValueError(f"TF_CONFIG is not a JSON object with a 'cluster' entry: {e}") from e
+    return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
+
+
+def _mirrored() -> tf.distribute.MirroredStrategy:
+    """MirroredStrategy over every GPU, else over every logical CPU device."""
+    if tf.config.list_logical_devices("GPU"):
+        return tf.distribute.MirroredStrategy()
+    cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
+    return tf.distribute.MirroredStrategy(devices=cpus)
+
+
+def _connect_tpu(address: str, resolver_factory: ResolverFactory) -> tf.distribute.TPUStrategy:
+    resolver = resolver_factory(address)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def get_distribution_strategy(
+    config: TrainerConfig, resolver_factory: ResolverFactory = _default_resolver
+) -> tf.distribute.Strategy:
+    """Returns the strategy the config asks for, logging which one and why."""
+    if config.strategy == "mirrored":
+        return _log(_mirrored(), "strategy='mirrored' in the trainer config")
+    if config.strategy == "multi_worker_mirrored":
+        return _log(
+            tf.distribute.MultiWorkerMirroredStrategy(),
+            "strategy='multi_worker_mirrored' in the trainer config",
+        )
+
+    address = tpu_address(config)
+    if address:
+        try:
+            strategy = _connect_tpu(address, resolver_factory)
+        except (ValueError, RuntimeError, tf.errors.OpError) as e:
+            if config.tpu_required:
+                raise TPUUnavailableError(
+                    f"no TPU reachable at tpu_address={address!r} ({type(e).__name__}: {e}). "
+                    "A TPU is required (require_tpu / strategy='tpu'): check the TPU name and "
+                    "zone, use 'local' on a TPU VM, or unset require_tpu to train on GPU/CPU."
+                ) from e
+            logging.warning("TPU at %r not reachable (%s: %s); falling back.", address,
+                            type(e).__name__, e)
+            reason = f"TPU at {address!r} not reachable"
+        else:
+            return _log(strategy, f"TPU resolved at {address!r}")
+    else:
+        if config.tpu_required:
+            raise TPUUnavailableError(
+                "a TPU is required (require_tpu / strategy='tpu') but no TPU address is set: "
+                "set tpu_address in the trainer config ('local' on a TPU VM, a TPU name, or "
+                "'grpc://host:8470') or the TPU_NAME environment variable."
+            )
+        reason = "no TPU address configured (tpu_address, TPU_NAME)"
+
+    if _worker_count() > 1:
+        return _log(
+            tf.distribute.MultiWorkerMirroredStrategy(), f"{reason}; TF_CONFIG lists several workers"
+        )
+    return _log(_mirrored(), f"{reason}; using local GPUs/CPU")
+
+
+def _log(strategy: tf.distribute.Strategy, reason: str) -> tf.distribute.Strategy:
+    logging.info(
+        "Distribution strategy: %s (%s); num_replicas_in_sync=%d",
+        type(strategy).__name__, reason, strategy.num_replicas_in_sync,
+    )
+    return strategy
+
+
+def is_tpu(strategy: tf.distribute.Strategy) -> bool:
+    return isinstance(strategy, tf.distribute.TPUStrategy | tf.distribute.experimental.TPUStrategy)
