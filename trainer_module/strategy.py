@@ -72,7 +72,7 @@ def get_distribution_strategy(
     if address:
         try:
             strategy = _connect_tpu(address, resolver_factory)
-        except (ValueError, RuntimeError, tf.errors.OpError) as e:
+        except (ValueError, RuntimeError, OSError, tf.errors.OpError) as e:
             if config.tpu_required:
                 raise TPUUnavailableError(
                     f"no TPU reachable at tpu_address={address!r} ({type(e).__name__}: {e}). "

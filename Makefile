@@ -1,0 +1,47 @@
+# Two commands set everything up on a fresh machine: `make run` and `make test`.
+# Both create or refresh .venv from the committed lock; nothing reinstalls unless the lock or
+# pyproject.toml changed.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(abspath $(VENV))/bin
+STAMP := $(VENV)/.installed
+# The tfx CLI finds its engines with `pip freeze`: the venv (with pip in it) comes first.
+export PATH := $(BIN):$(PATH)
+
+.PHONY: venv run test test-e2e schema lint lock clean
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	test -x $(BIN)/uv || $(BIN)/python -m pip install -q uv
+	$(BIN)/uv pip install --python $(BIN)/python -q -r requirements.lock
+	$(BIN)/uv pip install --python $(BIN)/python -q --no-deps -e .
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# The whole DAG on data/ (or DATA_DIR), outputs under output/ (or OUTPUT_DIR).
+run: venv
+	$(BIN)/python pipeline/local_runner.py \
+		$(if $(DATA_DIR),--data-dir "$(DATA_DIR)") $(if $(OUTPUT_DIR),--output-dir "$(OUTPUT_DIR)")
+
+test: venv
+	$(BIN)/python -m pytest -q
+
+# The end-to-end DAG runs alone.
+test-e2e: venv
+	$(BIN)/python -m pytest -q -m e2e
+
+# A freshly inferred schema next to the curated one, for review.
+schema: venv
+	$(BIN)/python -m pipeline.infer_schema $(if $(DATA_DIR),--data-dir "$(DATA_DIR)")
+
+lint: venv
+	$(BIN)/ruff check pipeline trainer_module tests
+
+# Re-pin every dependency after editing pyproject.toml.
+lock: venv
+	$(BIN)/uv pip compile --python-version 3.11 --extra dev pyproject.toml -o requirements.lock
+
+clean:
+	rm -rf output build
