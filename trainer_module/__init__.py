@@ -1,1 +1,1 @@
-"""Trainer and Transform code of the pipeline: features, preprocessing, strategy, data, model, export."""
+"""Trainer and Transform code: features, preprocessing, strategy, data, model, export."""

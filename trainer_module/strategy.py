@@ -94,9 +94,8 @@ def get_distribution_strategy(
         reason = "no TPU address configured (tpu_address, TPU_NAME)"
 
     if _worker_count() > 1:
-        return _log(
-            tf.distribute.MultiWorkerMirroredStrategy(), f"{reason}; TF_CONFIG lists several workers"
-        )
+        return _log(tf.distribute.MultiWorkerMirroredStrategy(),
+                    f"{reason}; TF_CONFIG lists several workers")
     return _log(_mirrored(), f"{reason}; using local GPUs/CPU")
 
 

@@ -1,0 +1,94 @@
+"""The input function: static shapes, drop_remainder, batch = per-replica × replicas."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import tensorflow as tf
+import tensorflow_transform as tft
+
+from trainer_module import data, features
+
+
+@pytest.fixture(scope="module")
+def spec(transformed_data):
+    return tft.TFTransformOutput(transformed_data.transform_dir).transformed_feature_spec()
+
+
+def test_every_tensor_has_a_fully_static_shape(transformed_data, spec):
+    for training in (True, False):
+        ds = data.make_dataset(transformed_data.train_files, spec, 64, training=training)
+        inputs, label = ds.element_spec
+        assert label.shape.as_list() == [64, 1] and label.dtype == tf.float32
+        expected = set(features.dense_float_outputs() + features.categorical_outputs())
+        assert set(inputs) == expected
+        for name, tensor_spec in inputs.items():
+            assert tensor_spec.shape.is_fully_defined(), name
+            assert tensor_spec.shape.as_list() == [64], name
+            assert tensor_spec.dtype in (tf.float32, tf.int32), name
+
+
+def test_eval_pass_has_whole_batches_in_file_order(transformed_data, spec):
+    batches = data.count_batches(transformed_data.eval_files, 64)
+    assert batches == transformed_data.eval_rows // 64
+    ds = data.make_dataset(transformed_data.eval_files, spec, 64, training=False)
+    first_pass = [label.numpy() for _, label in ds.take(batches)]
+    second_pass = [label.numpy() for _, label in ds.skip(batches).take(batches)]
+    assert all((a == b).all() for a, b in zip(first_pass, second_pass, strict=True))
+
+
+def test_training_reshuffles_examples_across_batches(transformed_data, spec):
+    name = features.transformed_name("trip_start_timestamp")
+    ordered = data.make_dataset(transformed_data.train_files, spec, 50, training=False)
+    per_epoch = transformed_data.train_rows // 50
+    all_values = {v for x, _ in ordered.take(per_epoch) for v in x[name].numpy()}
+
+    ds = data.make_dataset(transformed_data.train_files, spec, 50, training=True)
+    batches = [frozenset(x[name].numpy()) for x, _ in ds.take(3 * per_epoch)]
+    # Every example keeps being served, and batches are not the same groups epoch after epoch.
+    assert set().union(*batches) == all_values
+    assert set(batches[:per_epoch]) != set(batches[per_epoch:2 * per_epoch])
+
+
+def test_variable_length_feature_is_refused():
+    spec = {"ok": tf.io.FixedLenFeature([], tf.float32), "bad": tf.io.VarLenFeature(tf.int64)}
+    with pytest.raises(data.InputError, match="transformed feature 'bad'.*fixed-length"):
+        data.check_static_feature_spec(spec)
+
+
+def test_missing_files_are_named(tmp_path):
+    with pytest.raises(data.InputError, match="no files match"):
+        data.list_files(str(tmp_path / "*.gz"))
+
+
+def test_global_batch_is_per_replica_times_replicas(transformed_data):
+    """Two logical CPU devices → MirroredStrategy with 2 replicas, each fed its own batches.
+
+    Runs in a fresh process: logical devices must be set before TensorFlow starts.
+    """
+    script = textwrap.dedent(f"""
+        import numpy as np, tensorflow as tf, tensorflow_transform as tft
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        from trainer_module import data, strategy
+        from trainer_module.config import TrainerConfig
+        dist = strategy.get_distribution_strategy(TrainerConfig())
+        assert dist.num_replicas_in_sync == 2, dist.num_replicas_in_sync
+        spec = tft.TFTransformOutput({transformed_data.transform_dir!r}).transformed_feature_spec()
+        ds = data.distributed_dataset(dist, {transformed_data.train_files!r}, spec, 32,
+                                      training=False)
+        inputs, label = next(iter(ds))
+        parts = dist.experimental_local_results(label)
+        assert [p.shape.as_list() for p in parts] == [[32, 1], [32, 1]], parts
+        name = "fare_xf"
+        a, b = (p.numpy() for p in dist.experimental_local_results(inputs[name]))
+        assert not np.array_equal(a, b), "both replicas got the same batch"
+        print("OK", sum(p.shape[0] for p in parts))
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "OK 64" in result.stdout
