@@ -35,7 +35,9 @@ def analyze(rows: list[dict[str, str]], workdir: str) -> str:
     metadata = dataset_metadata.DatasetMetadata.from_feature_spec(
         schema_utils.schema_as_feature_spec(taxi_rows.schema()).feature_spec)
     transform_dir = os.path.join(workdir, "transform_fn")
-    with beam.Pipeline() as p, tft_beam.Context(temp_dir=os.path.join(workdir, "tmp")):
+    # The TF1 graph path, as the pipeline's Transform runs it (pipeline/dag.py).
+    context = tft_beam.Context(temp_dir=os.path.join(workdir, "tmp"), force_tf_compat_v1=True)
+    with beam.Pipeline() as p, context:
         raw = p | "Rows" >> beam.Create([taxi_rows.to_instance(r) for r in rows])
         transform_fn = (raw, metadata) | tft_beam.AnalyzeDataset(preprocessing_fn)
         _ = transform_fn | tft_beam.WriteTransformFn(transform_dir)

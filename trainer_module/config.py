@@ -29,6 +29,7 @@ class TrainerConfig:
     require_tpu: fail instead of falling back when no TPU can be reached.
     steps_per_execution: train steps per host round trip; 0 → 32 on TPU, 8 elsewhere.
     mixed_precision: 'auto' → mixed_bfloat16 on TPU, float32 elsewhere. Exports are float32.
+    jit_compile: compile the train step with XLA (TPUStrategy always compiles with XLA).
     """
 
     per_replica_batch_size: int = 256
@@ -43,6 +44,7 @@ class TrainerConfig:
     require_tpu: bool = False
     steps_per_execution: int = 0
     mixed_precision: str = "auto"
+    jit_compile: bool = False
     shuffle_seed: int = 42
 
     def __post_init__(self) -> None:
@@ -77,8 +79,9 @@ class TrainerConfig:
                 f"tpu_address={self.tpu_address!r}: expected a string such as 'local', "
                 "'my-tpu' or 'grpc://10.0.0.2:8470'"
             )
-        if not isinstance(self.require_tpu, bool):
-            raise TrainerConfigError(f"require_tpu={self.require_tpu!r}: expected true or false")
+        for name in ("require_tpu", "jit_compile"):
+            if not isinstance(getattr(self, name), bool):
+                raise TrainerConfigError(f"{name}={getattr(self, name)!r}: expected true or false")
 
     @property
     def tpu_required(self) -> bool:

@@ -83,9 +83,6 @@ def big_tipper_label(fare: tf.Tensor, tips: tf.Tensor) -> tf.Tensor:
     return tf.cast(tips > features.BIG_TIPPER_FRACTION * fare, tf.int64)
 
 
-# Plain TF ops only: AutoGraph would have nothing to rewrite, and skipping its source
-# transformation of this function and the tft analyzers it calls saves seconds per trace.
-@tf.autograph.experimental.do_not_convert
 def preprocessing_fn(inputs: dict[str, Any]) -> dict[str, tf.Tensor]:
     """TFX Transform entry point; every output has shape [batch]."""
     outputs: dict[str, tf.Tensor] = {}

@@ -34,14 +34,27 @@ def _epochs(train_steps: int, max_epochs: int) -> int:
     return max(d for d in range(1, min(max_epochs, train_steps) + 1) if train_steps % d == 0)
 
 
+def check_tpu_paths(fn_args: tfx.components.FnArgs) -> None:
+    """A TPU's workers read and write through GCS only: local paths fail there, late and vaguely."""
+    for name in ("model_run_dir", "serving_model_dir"):
+        path = getattr(fn_args, name)
+        if not str(path).startswith("gs://"):
+            raise ValueError(
+                f"{name}={path!r}: training on a TPU needs a gs:// path (TPU workers cannot "
+                "reach this machine's disk); set the pipeline root to a gs:// bucket"
+            )
+
+
 def run_fn(fn_args: tfx.components.FnArgs) -> None:
     """TFX Trainer entry point (GenericExecutor)."""
     config = TrainerConfig.from_custom_config(fn_args.custom_config)
     dist = strategy.get_distribution_strategy(config)
     on_tpu = strategy.is_tpu(dist)
+    if on_tpu:
+        check_tpu_paths(fn_args)
     precision = _precision(config, on_tpu)
-    tf_keras.mixed_precision.set_global_policy(precision)
     spe = _steps_per_execution(config, on_tpu)
+    global_batch = config.per_replica_batch_size * dist.num_replicas_in_sync
 
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
     feature_spec = tf_transform_output.transformed_feature_spec()
@@ -52,38 +65,43 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     eval_ds = data.distributed_dataset(
         dist, fn_args.eval_files, feature_spec, config.per_replica_batch_size, training=False,
     )
-    logging.info(
-        "Training %d steps: replicas=%d per-replica batch=%d global batch=%d "
-        "steps_per_execution=%d precision=%s",
-        fn_args.train_steps, dist.num_replicas_in_sync, config.per_replica_batch_size,
-        config.per_replica_batch_size * dist.num_replicas_in_sync, spe, precision,
-    )
-
-    global_batch = config.per_replica_batch_size * dist.num_replicas_in_sync
     eval_steps = fn_args.eval_steps or data.count_batches(fn_args.eval_files, global_batch)
-
-    with dist.scope():
-        keras_model = model.build_model(config, model.category_sizes(tf_transform_output))
-        model.compile_model(keras_model, config, steps_per_execution=spe, jit_compile=False)
-
     epochs = _epochs(fn_args.train_steps, config.epochs)
-    started = time.monotonic()
-    keras_model.fit(
-        train_ds,
-        epochs=epochs,
-        steps_per_epoch=fn_args.train_steps // epochs,
-        validation_data=eval_ds,
-        validation_steps=eval_steps,
-        callbacks=[
-            tf_keras.callbacks.TensorBoard(
-                log_dir=os.path.join(fn_args.model_run_dir, "logs"), update_freq="epoch",
-                profile_batch=0,
-            )
-        ],
-        verbose=2,
+    logging.info(
+        "Training %d steps in %d epochs: replicas=%d per-replica batch=%d global batch=%d "
+        "steps_per_execution=%d precision=%s jit_compile=%s",
+        fn_args.train_steps, epochs, dist.num_replicas_in_sync, config.per_replica_batch_size,
+        global_batch, spe, precision, config.jit_compile,
     )
-    trained = time.monotonic()
+
+    tf_keras.mixed_precision.set_global_policy(precision)
+    try:
+        with dist.scope():
+            keras_model = model.build_model(config, model.category_sizes(tf_transform_output))
+            model.compile_model(keras_model, config, steps_per_execution=spe,
+                                jit_compile=config.jit_compile)
+        started = time.monotonic()
+        keras_model.fit(
+            train_ds,
+            epochs=epochs,
+            steps_per_epoch=fn_args.train_steps // epochs,
+            validation_data=eval_ds,
+            validation_steps=eval_steps,
+            callbacks=[
+                tf_keras.callbacks.TensorBoard(
+                    log_dir=os.path.join(fn_args.model_run_dir, "logs"), update_freq="epoch",
+                    profile_batch=0,
+                ),
+                # A preempted (killed and restarted) Trainer resumes from the last finished
+                # epoch instead of step 0.
+                tf_keras.callbacks.BackupAndRestore(
+                    backup_dir=os.path.join(fn_args.model_run_dir, "backup")),
+            ],
+            verbose=2,
+        )
+        trained = time.monotonic()
+    finally:
+        tf_keras.mixed_precision.set_global_policy("float32")
     export.export_serving_model(keras_model, config, tf_transform_output, fn_args.serving_model_dir)
     logging.info("Trained in %.1f s, exported in %.1f s", trained - started,
                  time.monotonic() - trained)
-    tf_keras.mixed_precision.set_global_policy("float32")
