@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # The tfx CLI finds its engines with `pip freeze`: the venv (with pip in it) comes first.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: venv run test test-e2e schema lint lock clean
+.PHONY: venv run test test-e2e tpu-check schema lint lock clean
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ test: venv
 # The end-to-end DAG runs alone.
 test-e2e: venv
 	$(BIN)/python -m pytest -q -m e2e
+
+# Does the Trainer's step compile with XLA and keep static shapes? Needs a `make run` first.
+tpu-check: venv
+	$(BIN)/python -m trainer_module.tpu_check $(if $(OUTPUT_DIR),--output-dir "$(OUTPUT_DIR)")
 
 # A freshly inferred schema next to the curated one, for review.
 schema: venv

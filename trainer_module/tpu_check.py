@@ -1,0 +1,135 @@
+"""`make tpu-check`: would this Trainer's train step compile and run on a TPU?
+
+No TPU is needed: the check builds the exact step `run_fn` builds (model, loss, optimizer, and
+batches from the real input function over Transform's output), compiles it with XLA
+(`jit_compile=True`, what TPUStrategy always does) on this machine's CPU, runs it for several
+executions and counts how often it was traced. A TPU recompiles on every retrace, so anything
+above one trace means a shape is not static.
+"""
+
+import argparse
+import dataclasses
+import os
+import re
+import sys
+
+import tensorflow as tf
+import tensorflow_transform as tft
+import tf_keras
+
+from trainer_module import data, model, strategy
+from trainer_module.config import TrainerConfig
+
+
+@dataclasses.dataclass
+class Readiness:
+    features: dict[str, tuple[list[int], str]]
+    label: tuple[list[int], str]
+    replicas: int
+    per_replica_batch: int
+    global_batch: int
+    steps_run: int
+    traces: int
+    xla_ok: bool
+    xla_error: str = ""
+    failed_op: str = ""
+
+    @property
+    def ready(self) -> bool:
+        return self.xla_ok and self.traces == 1 and all(
+            all(d is not None for d in shape) for shape, _ in self.features.values())
+
+    def format(self) -> str:
+        lines = ["TPU readiness report", "", "Input features (per-replica batch):"]
+        for name, (shape, dtype) in sorted(self.features.items()):
+            lines.append(f"  {name:<32} {str(shape):<10} {dtype}")
+        lines.append(f"  {'(label)':<32} {str(self.label[0]):<10} {self.label[1]}")
+        lines += [
+            "",
+            f"Replicas: {self.replicas}   per-replica batch: {self.per_replica_batch}   "
+            f"global batch: {self.global_batch}",
+            f"Train steps run: {self.steps_run}   train function traces: {self.traces}"
+            + ("" if self.traces == 1 else "  (expected 1: a shape changes between steps)"),
+        ]
+        if self.xla_ok:
+            lines.append("XLA compile (jit_compile=True): OK")
+        else:
+            lines.append(f"XLA compile (jit_compile=True): FAILED at op {self.failed_op or '?'}")
+            lines.append(f"  {self.xla_error.splitlines()[0] if self.xla_error else ''}")
+        lines.append("")
+        lines.append("READY for TPU" if self.ready else "NOT READY for TPU")
+        return "\n".join(lines)
+
+
+def _failed_op(message: str) -> str:
+    """The op XLA could not compile, as named in TensorFlow's error text."""
+    for pattern in (r"unsupported operations.*?\n\s*(\w+)\s", r"op (?:type )?'?(\w+)'? ",
+                    r"\{\{node ([\w/]+)\}\}", r"(\w+) \(No registered"):
+        found = re.search(pattern, message, re.S)
+        if found:
+            return found.group(1)
+    return ""
+
+
+def check(
+    transform_output: str,
+    train_files: str | list[str],
+    config: TrainerConfig,
+    steps: int = 24,
+    keras_model: tf_keras.Model | None = None,
+) -> Readiness:
+    """Compiles and runs the train step with XLA on the default strategy's devices."""
+    dist = strategy.get_distribution_strategy(dataclasses.replace(config, strategy="mirrored"))
+    tft_output = tft.TFTransformOutput(transform_output)
+    dataset = data.distributed_dataset(
+        dist, train_files, tft_output.transformed_feature_spec(), config.per_replica_batch_size,
+        training=True, seed=config.shuffle_seed)
+    inputs_spec, label_spec = dataset.element_spec
+    features = {n: (s.shape.as_list(), s.dtype.name) for n, s in inputs_spec.items()}
+    spe = max(1, min(config.steps_per_execution or 8, steps))
+    with dist.scope():
+        if keras_model is None:
+            keras_model = model.build_model(config, model.category_sizes(tft_output))
+        model.compile_model(keras_model, config, steps_per_execution=spe, jit_compile=True)
+    report = Readiness(
+        features=features, label=(label_spec.shape.as_list(), label_spec.dtype.name),
+        replicas=dist.num_replicas_in_sync, per_replica_batch=config.per_replica_batch_size,
+        global_batch=config.per_replica_batch_size * dist.num_replicas_in_sync,
+        steps_run=0, traces=0, xla_ok=True)
+    try:
+        keras_model.fit(dataset, epochs=2, steps_per_epoch=max(spe, steps // 2), verbose=0)
+        report.steps_run = 2 * max(spe, steps // 2)
+    except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError,
+            tf.errors.InternalError) as e:
+        report.xla_ok = False
+        report.xla_error = e.message
+        report.failed_op = _failed_op(e.message)
+    if keras_model.train_function is not None:
+        report.traces = keras_model.train_function.experimental_get_tracing_count()
+    return report
+
+
+def main(argv: list[str]) -> int:
+    from pipeline import run_summary
+    from pipeline.pipeline_config import from_env
+
+    parser = argparse.ArgumentParser(description="TPU readiness report for the Trainer.")
+    parser.add_argument("--output-dir", help="the pipeline's OUTPUT_DIR (default: output/)")
+    args = parser.parse_args(argv)
+    config = from_env(**({"output_dir": os.path.abspath(args.output_dir)}
+                         if args.output_dir else {}))
+    summary = run_summary.latest_run(config.metadata_path, config.pipeline_name)
+    transform = summary.nodes.get("Transform") if summary else None
+    if transform is None or not transform.outputs.get("transformed_examples"):
+        print(f"error: no Transform output recorded in {config.metadata_path}: run `make run` "
+              "(with the same OUTPUT_DIR) first", file=sys.stderr)
+        return 2
+    examples = transform.outputs["transformed_examples"][0].uri
+    graph = transform.outputs["transform_graph"][0].uri
+    report = check(graph, os.path.join(examples, "Split-train", "*"), config.trainer)
+    print(report.format())
+    return 0 if report.ready else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
