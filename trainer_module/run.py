@@ -34,6 +34,28 @@ def _epochs(train_steps: int, max_epochs: int) -> int:
     return max(d for d in range(1, min(max_epochs, train_steps) + 1) if train_steps % d == 0)
 
 
+def per_replica_batch_size(config: TrainerConfig, replicas: int) -> int:
+    if not config.global_batch_size:
+        return config.per_replica_batch_size
+    if config.global_batch_size % replicas:
+        lower = config.global_batch_size // replicas * replicas
+        raise ValueError(
+            f"global_batch_size={config.global_batch_size} is not divisible by the {replicas} "
+            f"replicas of this strategy: use a multiple of {replicas} (e.g. {lower or replicas} "
+            f"or {lower + replicas}), or set per_replica_batch_size instead"
+        )
+    return config.global_batch_size // replicas
+
+
+def _warn_if_not_tpu_sized(per_replica: int, config: TrainerConfig) -> None:
+    """TPU matrix units are 128 wide: other sizes pad and waste the difference."""
+    odd = [f"per_replica_batch_size={per_replica}"] if per_replica % 128 else []
+    odd += [f"hidden width {w}" for w in config.hidden_units if w % 128]
+    if odd:
+        logging.warning("On TPU, sizes that are not multiples of 128 waste the MXU: %s",
+                        ", ".join(odd))
+
+
 def check_tpu_paths(fn_args: tfx.components.FnArgs) -> None:
     """A TPU's workers read and write through GCS only: local paths fail there, late and vaguely."""
     for name in ("model_run_dir", "serving_model_dir"):
@@ -50,29 +72,29 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
     config = TrainerConfig.from_custom_config(fn_args.custom_config)
     dist = strategy.get_distribution_strategy(config)
     on_tpu = strategy.is_tpu(dist)
+    per_replica = per_replica_batch_size(config, dist.num_replicas_in_sync)
     if on_tpu:
         check_tpu_paths(fn_args)
+        _warn_if_not_tpu_sized(per_replica, config)
     precision = _precision(config, on_tpu)
     spe = _steps_per_execution(config, on_tpu)
-    global_batch = config.per_replica_batch_size * dist.num_replicas_in_sync
+    global_batch = per_replica * dist.num_replicas_in_sync
 
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
     feature_spec = tf_transform_output.transformed_feature_spec()
     train_ds = data.distributed_dataset(
-        dist, fn_args.train_files, feature_spec, config.per_replica_batch_size,
-        training=True, seed=config.shuffle_seed,
-    )
+        dist, fn_args.train_files, feature_spec, per_replica, training=True, seed=config.seed)
     eval_ds = data.distributed_dataset(
-        dist, fn_args.eval_files, feature_spec, config.per_replica_batch_size, training=False,
-    )
+        dist, fn_args.eval_files, feature_spec, per_replica, training=False)
     eval_steps = fn_args.eval_steps or data.count_batches(fn_args.eval_files, global_batch)
     epochs = _epochs(fn_args.train_steps, config.epochs)
     logging.info(
         "Training %d steps in %d epochs: replicas=%d per-replica batch=%d global batch=%d "
         "steps_per_execution=%d precision=%s jit_compile=%s",
-        fn_args.train_steps, epochs, dist.num_replicas_in_sync, config.per_replica_batch_size,
+        fn_args.train_steps, epochs, dist.num_replicas_in_sync, per_replica,
         global_batch, spe, precision, config.jit_compile,
     )
+    tf_keras.utils.set_random_seed(config.seed)
 
     tf_keras.mixed_precision.set_global_policy(precision)
     try:

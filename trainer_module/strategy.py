@@ -4,24 +4,42 @@ Every outcome is logged with its reason and replica count. A TPU that was asked 
 be reached is never silently replaced by the CPU when `require_tpu` (or strategy='tpu') is set.
 """
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable
+from typing import Any
 
 import tensorflow as tf
 from absl import logging
 
 from trainer_module.config import TrainerConfig
 
-ResolverFactory = Callable[[str], tf.distribute.cluster_resolver.TPUClusterResolver]
+TPUResolver = tf.distribute.cluster_resolver.TPUClusterResolver
 
 
 class TPUUnavailableError(RuntimeError):
     """A TPU was required but could not be resolved or initialized."""
 
 
-def _default_resolver(address: str) -> tf.distribute.cluster_resolver.TPUClusterResolver:
+def _resolve(address: str) -> TPUResolver:
     return tf.distribute.cluster_resolver.TPUClusterResolver(tpu=address)
+
+
+@dataclasses.dataclass(frozen=True)
+class TPURuntime:
+    """The three calls that talk to TPU hardware; everything after them is TensorFlow's own.
+
+    Tests replace these (and only these) to stand in for a TPU cluster, which cannot exist on
+    a CPU machine; `TPUStrategy` is always the real one, built from the resolver.
+    """
+
+    resolve: Callable[[str], TPUResolver] = _resolve
+    connect: Callable[[TPUResolver], Any] = tf.config.experimental_connect_to_cluster
+    initialize: Callable[[TPUResolver], Any] = tf.tpu.experimental.initialize_tpu_system
+
+
+DEFAULT_TPU_RUNTIME = TPURuntime()
 
 
 def tpu_address(config: TrainerConfig) -> str:
@@ -49,17 +67,18 @@ def _mirrored() -> tf.distribute.MirroredStrategy:
     return tf.distribute.MirroredStrategy(devices=cpus)
 
 
-def _connect_tpu(address: str, resolver_factory: ResolverFactory) -> tf.distribute.TPUStrategy:
-    resolver = resolver_factory(address)
-    tf.config.experimental_connect_to_cluster(resolver)
-    tf.tpu.experimental.initialize_tpu_system(resolver)
+def _connect_tpu(address: str, runtime: TPURuntime) -> tf.distribute.TPUStrategy:
+    resolver = runtime.resolve(address)
+    runtime.connect(resolver)
+    runtime.initialize(resolver)
     return tf.distribute.TPUStrategy(resolver)
 
 
 def get_distribution_strategy(
-    config: TrainerConfig, resolver_factory: ResolverFactory = _default_resolver
+    config: TrainerConfig, runtime: TPURuntime | None = None
 ) -> tf.distribute.Strategy:
     """Returns the strategy the config asks for, logging which one and why."""
+    runtime = runtime or DEFAULT_TPU_RUNTIME
     if config.strategy == "mirrored":
         return _log(_mirrored(), "strategy='mirrored' in the trainer config")
     if config.strategy == "multi_worker_mirrored":
@@ -71,7 +90,7 @@ def get_distribution_strategy(
     address = tpu_address(config)
     if address:
         try:
-            strategy = _connect_tpu(address, resolver_factory)
+            strategy = _connect_tpu(address, runtime)
         except (ValueError, RuntimeError, OSError, tf.errors.OpError) as e:
             if config.tpu_required:
                 raise TPUUnavailableError(

@@ -12,6 +12,7 @@ import dataclasses
 import os
 import re
 import sys
+from collections.abc import Callable
 
 import tensorflow as tf
 import tensorflow_transform as tft
@@ -76,20 +77,23 @@ def check(
     train_files: str | list[str],
     config: TrainerConfig,
     steps: int = 24,
-    keras_model: tf_keras.Model | None = None,
+    build_model: Callable[[], tf_keras.Model] | None = None,
 ) -> Readiness:
-    """Compiles and runs the train step with XLA on the default strategy's devices."""
+    """Compiles and runs the train step with XLA on the default strategy's devices.
+
+    build_model: another model to check (built in the strategy's scope); default: the Trainer's.
+    """
     dist = strategy.get_distribution_strategy(dataclasses.replace(config, strategy="mirrored"))
     tft_output = tft.TFTransformOutput(transform_output)
     dataset = data.distributed_dataset(
         dist, train_files, tft_output.transformed_feature_spec(), config.per_replica_batch_size,
-        training=True, seed=config.shuffle_seed)
+        training=True, seed=config.seed)
     inputs_spec, label_spec = dataset.element_spec
     features = {n: (s.shape.as_list(), s.dtype.name) for n, s in inputs_spec.items()}
     spe = max(1, min(config.steps_per_execution or 8, steps))
     with dist.scope():
-        if keras_model is None:
-            keras_model = model.build_model(config, model.category_sizes(tft_output))
+        keras_model = (build_model() if build_model
+                       else model.build_model(config, model.category_sizes(tft_output)))
         model.compile_model(keras_model, config, steps_per_execution=spe, jit_compile=True)
     report = Readiness(
         features=features, label=(label_spec.shape.as_list(), label_spec.dtype.name),

@@ -1,0 +1,309 @@
+"""Every TPU-specific line of the Trainer, exercised without a TPU.
+
+The only stand-in is `FakeTPUCluster`: the resolver's answer and the connect/initialize calls
+that would talk to TPU hardware, which cannot exist on this machine. `TPUStrategy`, Keras,
+XLA and the input pipeline are TensorFlow's own.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.python.tpu import tpu_system_metadata
+from tfx.components.trainer.fn_args_utils import FnArgs
+
+import taxi_rows
+from trainer_module import features, run, strategy, tpu_check
+from trainer_module.config import TrainerConfig
+from trainer_module.strategy import TPURuntime, get_distribution_strategy
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+
+
+class _Device:
+    def __init__(self, name: str):
+        self.name = name
+
+
+class FakeTPUResolver(tf.distribute.cluster_resolver.TPUClusterResolver):
+    """Answers like the resolver of a one-host, 8-core TPU (v3-8 / v4-8 layout)."""
+
+    def __init__(self, address: str):  # no super().__init__: it would look for a real TPU
+        self.address = address
+        self.task_type, self.task_id, self.rpc_layer = "worker", 0, None
+        self._environment, self._tpu_topology = "", None
+
+    def master(self, *args, **kwargs) -> str:
+        return ""
+
+    def cluster_spec(self) -> tf.train.ClusterSpec:
+        return tf.train.ClusterSpec({})
+
+    def num_accelerators(self, *args, **kwargs) -> dict[str, int]:
+        return {"TPU": 8}
+
+    def get_tpu_system_metadata(self) -> tpu_system_metadata.TPUSystemMetadata:
+        host = "/job:localhost/replica:0/task:0/device:"
+        devices = [_Device(f"{host}TPU:{i}") for i in range(8)] + [_Device(f"{host}CPU:0")]
+        return tpu_system_metadata.TPUSystemMetadata(
+            num_cores=8, num_hosts=1, num_of_cores_per_host=8, topology=None, devices=devices)
+
+
+class FakeTPUCluster:
+    def __init__(self):
+        self.calls: list[tuple[str, str]] = []
+
+    def runtime(self) -> TPURuntime:
+        def resolve(address):
+            self.calls.append(("resolve", address))
+            return FakeTPUResolver(address)
+
+        return TPURuntime(
+            resolve=resolve,
+            connect=lambda r: self.calls.append(("connect", r.address)),
+            initialize=lambda r: self.calls.append(("initialize", r.address)),
+        )
+
+
+@pytest.fixture
+def tpu_cluster(monkeypatch):
+    monkeypatch.delenv("TPU_NAME", raising=False)
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    cluster = FakeTPUCluster()
+    monkeypatch.setattr(strategy, "DEFAULT_TPU_RUNTIME", cluster.runtime())
+    return cluster
+
+
+# --- Resolver branches ----------------------------------------------------------------------
+
+def test_reachable_tpu_is_connected_initialized_and_used(tpu_cluster):
+    dist = get_distribution_strategy(TrainerConfig(tpu_address="grpc://10.0.0.2:8470"))
+    assert isinstance(dist, tf.distribute.TPUStrategy)
+    assert strategy.is_tpu(dist) and dist.num_replicas_in_sync == 8
+    address = "grpc://10.0.0.2:8470"
+    assert tpu_cluster.calls == [("resolve", address), ("connect", address),
+                                 ("initialize", address)]
+
+
+def test_tpu_name_environment_variable_is_the_address(tpu_cluster, monkeypatch):
+    monkeypatch.setenv("TPU_NAME", "my-v3-8")
+    dist = get_distribution_strategy(TrainerConfig(require_tpu=True))
+    assert strategy.is_tpu(dist)
+    assert tpu_cluster.calls[0] == ("resolve", "my-v3-8")
+
+
+def test_tpu_vm_local_form(tpu_cluster):
+    assert strategy.is_tpu(get_distribution_strategy(TrainerConfig(tpu_address="local")))
+    assert tpu_cluster.calls[0] == ("resolve", "local")
+
+
+def test_tf_config_with_several_workers_uses_multi_worker_mirrored():
+    """Two real worker processes on 127.0.0.1 build MultiWorkerMirroredStrategy together."""
+    import socket
+
+    ports = []
+    for _ in range(2):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    script = (
+        "from trainer_module.strategy import get_distribution_strategy\n"
+        "from trainer_module.config import TrainerConfig\n"
+        "import tensorflow as tf\n"
+        "d = get_distribution_strategy(TrainerConfig())\n"
+        "v = d.reduce('SUM', d.run(lambda: tf.constant(1)), axis=None)\n"
+        "print(isinstance(d, tf.distribute.MultiWorkerMirroredStrategy),\n"
+        "      d.num_replicas_in_sync, int(v))\n"
+    )
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_CONFIG=json.dumps(
+                {"cluster": cluster, "task": {"type": "worker", "index": i}})))
+        for i in range(2)
+    ]
+    outputs = [w.communicate(timeout=240) for w in workers]
+    for worker, (out, err) in zip(workers, outputs, strict=True):
+        assert worker.returncode == 0, err[-3000:]
+        assert out.strip().splitlines()[-1] == "True 2 2"  # one replica each, summed over both
+
+
+# --- TPU-only settings ----------------------------------------------------------------------
+
+def test_bfloat16_and_steps_per_execution_on_tpu_only():
+    config = TrainerConfig()
+    assert run._precision(config, on_tpu=True) == "mixed_bfloat16"
+    assert run._precision(config, on_tpu=False) == "float32"
+    assert run._precision(TrainerConfig(mixed_precision="float32"), on_tpu=True) == "float32"
+    assert run._steps_per_execution(config, on_tpu=True) == run.TPU_STEPS_PER_EXECUTION > 1
+    assert run._steps_per_execution(TrainerConfig(steps_per_execution=4), on_tpu=True) == 4
+
+
+def test_defaults_are_tpu_sized():
+    config = TrainerConfig()
+    assert config.per_replica_batch_size % 128 == 0
+    assert all(width % 128 == 0 for width in config.hidden_units)
+
+
+def _fn_args(data, out, steps: int, **trainer) -> dict:
+    return dict(
+        train_files=[data.train_files], eval_files=[data.eval_files], train_steps=steps,
+        eval_steps=None, transform_output=data.transform_dir,
+        serving_model_dir=os.path.join(out, "serving"), model_run_dir=os.path.join(out, "run"),
+        custom_config=TrainerConfig(**trainer).to_custom_config())
+
+
+def test_global_batch_not_divisible_by_tpu_cores_is_refused(tpu_cluster, transformed_data,
+                                                            tmp_path):
+    args = _fn_args(transformed_data, str(tmp_path), 8, tpu_address="local",
+                    global_batch_size=1020)
+    with pytest.raises(ValueError, match="global_batch_size=1020 is not divisible by the 8 "
+                                         r"replicas.*e\.g\. 1016 or 1024"):
+        run.run_fn(FnArgs(**args))
+
+
+def test_tpu_training_needs_gcs_paths(tpu_cluster, transformed_data, tmp_path):
+    args = _fn_args(transformed_data, str(tmp_path), 8, tpu_address="local")
+    with pytest.raises(ValueError, match="model_run_dir=.*needs a gs:// path"):
+        run.run_fn(FnArgs(**args))
+
+
+# --- Training and export under mixed_bfloat16 -----------------------------------------------
+
+def _serve(export_dir: str, rows) -> tf.Tensor:
+    model = tf.saved_model.load(export_dir)
+    examples = [taxi_rows.to_example(r, drop=features.LABEL_SOURCE_FEATURES).SerializeToString()
+                for r in rows]
+    return model, model.signatures["serving_default"](examples=tf.constant(examples))[
+        "probabilities"]
+
+
+def test_mixed_bfloat16_training_exports_a_float32_model(transformed_data, tmp_path, caplog):
+    import logging
+
+    import tf_keras
+
+    args = _fn_args(transformed_data, str(tmp_path), 16, mixed_precision="mixed_bfloat16",
+                    per_replica_batch_size=128)
+    with caplog.at_level(logging.INFO):
+        run.run_fn(FnArgs(**args))
+    assert "precision=mixed_bfloat16" in caplog.text
+    model, probabilities = _serve(args["serving_model_dir"], taxi_rows.read_rows(4))
+    assert probabilities.dtype == tf.float32 and probabilities.shape == (4, 1)
+    graph = model.signatures["serving_default"].graph.as_graph_def()
+    assert "DT_BFLOAT16" not in str(graph)
+    assert tf_keras.mixed_precision.global_policy().name == "float32"  # restored after training
+
+
+# --- XLA ------------------------------------------------------------------------------------
+
+def test_train_step_compiles_with_xla_and_traces_once(transformed_data):
+    report = tpu_check.check(transformed_data.transform_dir, transformed_data.train_files,
+                             TrainerConfig(per_replica_batch_size=128, steps_per_execution=4),
+                             steps=16)
+    assert report.xla_ok, report.xla_error
+    assert report.traces == 1 and report.steps_run == 16
+    assert report.ready
+    assert all(shape == [128] for shape, _ in report.features.values())
+    text = report.format()
+    assert "XLA compile (jit_compile=True): OK" in text and "READY for TPU" in text
+
+
+def test_xla_failure_names_the_op(transformed_data):
+    import tf_keras
+
+    def string_model() -> tf_keras.Model:
+        inputs = {n: tf_keras.Input(shape=(), dtype=tf.float32, name=n)
+                  for n in features.dense_float_outputs()}
+        inputs.update({n: tf_keras.Input(shape=(), dtype=tf.int32, name=n)
+                       for n in features.categorical_outputs()})
+        # A string op inside the step, as a careless model would have: XLA cannot compile it.
+        as_text = tf_keras.layers.Lambda(lambda x: tf.strings.to_number(tf.strings.as_string(x)))
+        hidden = tf_keras.layers.Reshape((1,))(as_text(inputs[features.transformed_name("fare")]))
+        return tf_keras.Model(inputs, tf_keras.layers.Dense(1, activation="sigmoid")(hidden))
+
+    report = tpu_check.check(transformed_data.transform_dir, transformed_data.train_files,
+                             TrainerConfig(per_replica_batch_size=128), steps=8,
+                             build_model=string_model)
+    assert not report.xla_ok and not report.ready
+    assert "AsString" in report.failed_op or "AsString" in report.xla_error
+    assert "FAILED at op" in report.format()
+
+
+# --- Eight replicas and preemption, in their own processes ---------------------------------
+
+def _write_args(path, args) -> str:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(args, f)
+    return str(path)
+
+
+def _trainer(args_file: str, logical_cpus: int = 1, **popen) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, os.path.join(TESTS, "trainer_process.py"), args_file,
+         "--logical-cpus", str(logical_cpus)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), **popen)
+
+
+def _accuracy(export_dir: str, rows) -> float:
+    _, probabilities = _serve(export_dir, rows)
+    labels = np.array([float(r["tips"]) > 0.2 * float(r["fare"]) for r in rows])
+    return float(np.mean((probabilities.numpy()[:, 0] > 0.5) == labels))
+
+
+def test_eight_replicas_train_like_one(transformed_data, tmp_path):
+    """8 logical CPU devices: the layout of a v3-8/v4-8 host, with the real run_fn."""
+    results = {}
+    for replicas in (1, 8):
+        args = _fn_args(transformed_data, str(tmp_path / f"r{replicas}"), 240,
+                        global_batch_size=256, seed=7, epochs=2, learning_rate=0.003)
+        proc = _trainer(_write_args(tmp_path / f"r{replicas}.json", args), replicas)
+        out, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0, out[-4000:]
+        assert f"replicas={replicas} per-replica batch={256 // replicas} global batch=256" in out
+        results[replicas] = _accuracy(args["serving_model_dir"], taxi_rows.read_rows(1500)[1000:])
+    assert "MirroredStrategy" in out
+    # Both learned (the majority class is 0.724 of these rows) and agree within 3 points.
+    assert results[1] > 0.75 and abs(results[8] - results[1]) <= 0.03, results
+
+
+def test_killed_trainer_resumes_from_its_last_checkpoint(transformed_data, tmp_path):
+    args = _fn_args(transformed_data, str(tmp_path), 4 * 600, epochs=4,
+                    per_replica_batch_size=128, steps_per_execution=1)
+    args_file = _write_args(tmp_path / "args.json", args)
+    backup = os.path.join(args["model_run_dir"], "backup")
+
+    first = _trainer(args_file, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not _has_checkpoint(backup):
+        assert first.poll() is None, first.stdout.read()[-3000:]
+        assert time.monotonic() < deadline, "no checkpoint was written"
+        time.sleep(0.2)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    assert first.returncode == -signal.SIGKILL
+    assert not os.path.exists(args["serving_model_dir"])
+
+    second = _trainer(args_file)
+    out, _ = second.communicate(timeout=600)
+    assert second.returncode == 0, out[-4000:]
+    epochs_run = [line for line in out.splitlines() if line.startswith("Epoch ")]
+    assert epochs_run and epochs_run[0] != "Epoch 1/4", epochs_run
+    assert epochs_run[-1] == "Epoch 4/4"
+    assert "TRAINER DONE" in out
+    assert _accuracy(args["serving_model_dir"], taxi_rows.read_rows(1500)[1000:]) > 0.75
+
+
+def _has_checkpoint(backup_dir: str) -> bool:
+    for _, _, files in os.walk(backup_dir):
+        if any(f.endswith(".index") for f in files):
+            return True
+    return False
