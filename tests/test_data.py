@@ -64,7 +64,7 @@ def test_missing_files_are_named(tmp_path):
 
 
 def test_global_batch_is_per_replica_times_replicas(transformed_data):
-    """Two logical CPU devices → MirroredStrategy with 2 replicas, each fed its own batches.
+    """8 logical CPU devices (a v3-8 host's layout) → 8 replicas, each fed its own batch.
 
     Runs in a fresh process: logical devices must be set before TensorFlow starts.
     """
@@ -72,23 +72,27 @@ def test_global_batch_is_per_replica_times_replicas(transformed_data):
         import numpy as np, tensorflow as tf, tensorflow_transform as tft
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+            cpu, [tf.config.LogicalDeviceConfiguration()] * 8)
         from trainer_module import data, strategy
         from trainer_module.config import TrainerConfig
         dist = strategy.get_distribution_strategy(TrainerConfig())
-        assert dist.num_replicas_in_sync == 2, dist.num_replicas_in_sync
+        assert dist.num_replicas_in_sync == 8, dist.num_replicas_in_sync
         spec = tft.TFTransformOutput({transformed_data.transform_dir!r}).transformed_feature_spec()
-        ds = data.distributed_dataset(dist, {transformed_data.train_files!r}, spec, 32,
+        ds = data.distributed_dataset(dist, {transformed_data.train_files!r}, spec, 16,
                                       training=False)
         inputs, label = next(iter(ds))
         parts = dist.experimental_local_results(label)
-        assert [p.shape.as_list() for p in parts] == [[32, 1], [32, 1]], parts
-        name = "fare_xf"
-        a, b = (p.numpy() for p in dist.experimental_local_results(inputs[name]))
-        assert not np.array_equal(a, b), "both replicas got the same batch"
+        assert [p.shape.as_list() for p in parts] == [[16, 1]] * 8, parts
+        # Together the replicas got the first 128 records, each its own 16: no overlap, no gap.
+        got = np.concatenate([p.numpy() for p in
+                              dist.experimental_local_results(inputs["trip_start_timestamp_xf"])])
+        single, _ = next(iter(data.make_dataset({transformed_data.train_files!r}, spec, 128,
+                                                training=False)))
+        assert np.array_equal(np.sort(got), np.sort(single["trip_start_timestamp_xf"].numpy()))
+        assert not np.array_equal(got[:16], got[16:32]), "replicas got the same batch"
         print("OK", sum(p.shape[0] for p in parts))
     """)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "OK 64" in result.stdout
+    assert "OK 128" in result.stdout
