@@ -6,6 +6,7 @@ import os
 import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
 
+from pipeline.anomaly_gate import AnomalyGate
 from pipeline.pipeline_config import PipelineConfig
 from trainer_module import features
 
@@ -69,8 +70,8 @@ def eval_config(config: PipelineConfig) -> tfma.EvalConfig:
 
 
 def create_pipeline(config: PipelineConfig) -> tfx.dsl.Pipeline:
-    """CsvExampleGen → StatisticsGen → ImportSchemaGen → ExampleValidator → Transform →
-    Trainer → Resolver(latest blessed) → Evaluator → Pusher."""
+    """CsvExampleGen → StatisticsGen → ImportSchemaGen → ExampleValidator → AnomalyGate →
+    Transform → Trainer → Resolver(latest blessed) → Evaluator → Pusher."""
     config.validate()
     version = {"code_version": code_version()}
 
@@ -83,6 +84,8 @@ def create_pipeline(config: PipelineConfig) -> tfx.dsl.Pipeline:
     schema_gen = tfx.components.ImportSchemaGen(schema_file=config.schema_path)
     example_validator = tfx.components.ExampleValidator(
         statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"])
+    # Anomalies stop the run here, before anything is transformed, trained or pushed.
+    anomaly_gate = AnomalyGate(anomalies=example_validator.outputs["anomalies"])
     transform = tfx.components.Transform(
         examples=example_gen.outputs["examples"],
         schema=schema_gen.outputs["schema"],
@@ -97,6 +100,7 @@ def create_pipeline(config: PipelineConfig) -> tfx.dsl.Pipeline:
         disable_analyzer_cache=True,
         custom_config=version,
     )
+    transform.add_upstream_node(anomaly_gate)
     trainer = tfx.components.Trainer(
         run_fn=RUN_FN,
         examples=transform.outputs["transformed_examples"],
@@ -127,8 +131,8 @@ def create_pipeline(config: PipelineConfig) -> tfx.dsl.Pipeline:
     return tfx.dsl.Pipeline(
         pipeline_name=config.pipeline_name,
         pipeline_root=config.pipeline_root,
-        components=[example_gen, statistics_gen, schema_gen, example_validator, transform,
-                    trainer, model_resolver, evaluator, pusher],
+        components=[example_gen, statistics_gen, schema_gen, example_validator, anomaly_gate,
+                    transform, trainer, model_resolver, evaluator, pusher],
         enable_cache=config.enable_cache,
         metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
             config.metadata_path),

@@ -1,0 +1,52 @@
+"""AnomalyGate: stops the run when ExampleValidator found anomalies.
+
+ExampleValidator only records anomalies; a pipeline that goes on trains and ships a model on
+bad data. This component sits between ExampleValidator and Transform: any anomaly in any split
+fails it, so Transform, Trainer and Pusher never run, and its error lists each anomalous
+feature with TFDV's short and long descriptions and where the anomalies artifact is.
+"""
+
+import os
+
+import tensorflow as tf
+from tensorflow_metadata.proto.v0 import anomalies_pb2
+from tfx import v1 as tfx
+from tfx.types import artifact_utils
+
+ANOMALIES_FILE = "SchemaDiff.pb"  # what ExampleValidator writes in each Split-<name> folder
+
+
+class DataAnomaliesError(RuntimeError):
+    """The data does not match the curated schema."""
+
+
+def describe_anomalies(anomalies_uri: str, split_names: list[str]) -> list[str]:
+    """One line per anomalous feature (or dataset-level anomaly), with TFDV's descriptions."""
+    lines = []
+    for split in split_names:
+        path = os.path.join(anomalies_uri, f"Split-{split}", ANOMALIES_FILE)
+        anomalies = anomalies_pb2.Anomalies()
+        anomalies.ParseFromString(tf.io.gfile.GFile(path, "rb").read())
+        for feature, info in sorted(anomalies.anomaly_info.items()):
+            lines.append(f"[{split}] {feature}: {info.short_description} — "
+                         f"{info.description}")
+        if anomalies.HasField("dataset_anomaly_info"):
+            info = anomalies.dataset_anomaly_info
+            lines.append(f"[{split}] (dataset): {info.short_description} — {info.description}")
+    return lines
+
+
+@tfx.dsl.components.component
+def AnomalyGate(anomalies: tfx.dsl.components.InputArtifact[
+        tfx.types.standard_artifacts.ExampleAnomalies]) -> None:
+    """Fails when the anomalies artifact holds any anomaly."""
+    splits = artifact_utils.decode_split_names(anomalies.split_names)
+    problems = describe_anomalies(anomalies.uri, splits)
+    if problems:
+        raise DataAnomaliesError(
+            f"the data does not match the schema: {len(problems)} anomal"
+            f"{'y' if len(problems) == 1 else 'ies'} found by ExampleValidator "
+            f"(details in {anomalies.uri}):\n  " + "\n  ".join(problems)
+            + "\nFix the data, or, if the data is right and the schema is out of date, update "
+            "schemas/schema.pbtxt (`make schema` shows what TFDV infers now)."
+        )
