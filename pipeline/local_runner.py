@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
     logging.set_verbosity(logging.INFO)
     py_logging.getLogger().setLevel(py_logging.INFO)
     try:
-        config = parse_config(argv).validate()
+        config = parse_config(argv)
         pipeline = dag.create_pipeline(config)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
