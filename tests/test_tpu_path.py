@@ -142,8 +142,8 @@ def test_bfloat16_and_steps_per_execution_on_tpu_only():
     assert run._precision(config, on_tpu=True) == "mixed_bfloat16"
     assert run._precision(config, on_tpu=False) == "float32"
     assert run._precision(TrainerConfig(mixed_precision="float32"), on_tpu=True) == "float32"
-    assert run._steps_per_execution(config, on_tpu=True) == run.TPU_STEPS_PER_EXECUTION > 1
-    assert run._steps_per_execution(TrainerConfig(steps_per_execution=4), on_tpu=True) == 4
+    assert run.steps_per_execution(config, on_tpu=True) == run.TPU_STEPS_PER_EXECUTION > 1
+    assert run.steps_per_execution(TrainerConfig(steps_per_execution=4), on_tpu=True) == 4
 
 
 def test_defaults_are_tpu_sized():

@@ -17,7 +17,7 @@ TPU_STEPS_PER_EXECUTION = 32
 DEFAULT_STEPS_PER_EXECUTION = 8
 
 
-def _steps_per_execution(config: TrainerConfig, on_tpu: bool) -> int:
+def steps_per_execution(config: TrainerConfig, on_tpu: bool) -> int:
     if config.steps_per_execution:
         return config.steps_per_execution
     return TPU_STEPS_PER_EXECUTION if on_tpu else DEFAULT_STEPS_PER_EXECUTION
@@ -77,7 +77,7 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
         check_tpu_paths(fn_args)
         _warn_if_not_tpu_sized(per_replica, config)
     precision = _precision(config, on_tpu)
-    spe = _steps_per_execution(config, on_tpu)
+    spe = steps_per_execution(config, on_tpu)
     global_batch = per_replica * dist.num_replicas_in_sync
 
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)

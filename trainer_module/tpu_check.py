@@ -18,7 +18,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras
 
-from trainer_module import data, model, strategy
+from trainer_module import data, model, run, strategy
 from trainer_module.config import TrainerConfig
 
 
@@ -84,21 +84,22 @@ def check(
     build_model: another model to check (built in the strategy's scope); default: the Trainer's.
     """
     dist = strategy.get_distribution_strategy(dataclasses.replace(config, strategy="mirrored"))
+    per_replica = run.per_replica_batch_size(config, dist.num_replicas_in_sync)
     tft_output = tft.TFTransformOutput(transform_output)
     dataset = data.distributed_dataset(
-        dist, train_files, tft_output.transformed_feature_spec(), config.per_replica_batch_size,
+        dist, train_files, tft_output.transformed_feature_spec(), per_replica,
         training=True, seed=config.seed)
     inputs_spec, label_spec = dataset.element_spec
     features = {n: (s.shape.as_list(), s.dtype.name) for n, s in inputs_spec.items()}
-    spe = max(1, min(config.steps_per_execution or 8, steps))
+    spe = min(run.steps_per_execution(config, on_tpu=False), steps)
     with dist.scope():
         keras_model = (build_model() if build_model
                        else model.build_model(config, model.category_sizes(tft_output)))
         model.compile_model(keras_model, config, steps_per_execution=spe, jit_compile=True)
     report = Readiness(
         features=features, label=(label_spec.shape.as_list(), label_spec.dtype.name),
-        replicas=dist.num_replicas_in_sync, per_replica_batch=config.per_replica_batch_size,
-        global_batch=config.per_replica_batch_size * dist.num_replicas_in_sync,
+        replicas=dist.num_replicas_in_sync, per_replica_batch=per_replica,
+        global_batch=per_replica * dist.num_replicas_in_sync,
         steps_run=0, traces=0, xla_ok=True)
     try:
         keras_model.fit(dataset, epochs=2, steps_per_epoch=max(spe, steps // 2), verbose=0)
