@@ -1,19 +1,21 @@
 """AnomalyGate: stops the run when ExampleValidator found anomalies.
 
 ExampleValidator only records anomalies; a pipeline that goes on trains and ships a model on
-bad data. This component sits between ExampleValidator and Transform: any anomaly in any split
-fails it, so Transform, Trainer and Pusher never run, and its error lists each anomalous
-feature with TFDV's short and long descriptions and where the anomalies artifact is.
+bad data. This component sits between ExampleValidator and Transform: any anomaly in any split,
+or a split without examples, fails it, so Transform, Trainer and Pusher never run, and its
+error lists each anomalous feature with TFDV's short and long descriptions and where the
+anomalies artifact is.
 """
 
 import os
 
 import tensorflow as tf
-from tensorflow_metadata.proto.v0 import anomalies_pb2
+from tensorflow_metadata.proto.v0 import anomalies_pb2, statistics_pb2
 from tfx import v1 as tfx
 from tfx.types import artifact_utils
 
 ANOMALIES_FILE = "SchemaDiff.pb"  # what ExampleValidator writes in each Split-<name> folder
+STATISTICS_FILE = "FeatureStats.pb"  # what StatisticsGen writes in each Split-<name> folder
 
 
 class DataAnomaliesError(RuntimeError):
@@ -36,12 +38,33 @@ def describe_anomalies(anomalies_uri: str, split_names: list[str]) -> list[str]:
     return lines
 
 
+def empty_splits(statistics_uri: str, split_names: list[str]) -> list[str]:
+    """One line per split without examples.
+
+    TFDV validates an empty split without complaint (there are no values to be wrong), so a
+    header-only CSV, or data too small to fill the eval split, would otherwise reach the Trainer.
+    """
+    lines = []
+    for split in split_names:
+        path = os.path.join(statistics_uri, f"Split-{split}", STATISTICS_FILE)
+        statistics = statistics_pb2.DatasetFeatureStatisticsList()
+        statistics.ParseFromString(tf.io.gfile.GFile(path, "rb").read())
+        if sum(d.num_examples for d in statistics.datasets) == 0:
+            lines.append(f"[{split}] (dataset): No examples — the split is empty; the CSV "
+                         "files hold a header but no data rows, or too few rows to fill it")
+    return lines
+
+
 @tfx.dsl.components.component
-def AnomalyGate(anomalies: tfx.dsl.components.InputArtifact[
-        tfx.types.standard_artifacts.ExampleAnomalies]) -> None:
-    """Fails when the anomalies artifact holds any anomaly."""
+def AnomalyGate(
+    anomalies: tfx.dsl.components.InputArtifact[tfx.types.standard_artifacts.ExampleAnomalies],
+    statistics: tfx.dsl.components.InputArtifact[
+        tfx.types.standard_artifacts.ExampleStatistics],
+) -> None:
+    """Fails when the anomalies artifact holds any anomaly or a split has no examples."""
     splits = artifact_utils.decode_split_names(anomalies.split_names)
-    problems = describe_anomalies(anomalies.uri, splits)
+    problems = (empty_splits(statistics.uri, artifact_utils.decode_split_names(
+        statistics.split_names)) + describe_anomalies(anomalies.uri, splits))
     if problems:
         raise DataAnomaliesError(
             f"the data does not match the schema: {len(problems)} anomal"

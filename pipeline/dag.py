@@ -7,6 +7,7 @@ import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
 
 from pipeline.anomaly_gate import AnomalyGate
+from pipeline.baseline_resolver import baseline_resolver
 from pipeline.pipeline_config import PipelineConfig
 from trainer_module import features
 
@@ -69,9 +70,13 @@ def eval_config(config: PipelineConfig) -> tfma.EvalConfig:
     )
 
 
-def create_pipeline(config: PipelineConfig) -> tfx.dsl.Pipeline:
+def create_pipeline(config: PipelineConfig, portable_resolver: bool = False) -> tfx.dsl.Pipeline:
     """CsvExampleGen → StatisticsGen → ImportSchemaGen → ExampleValidator → AnomalyGate →
-    Transform → Trainer → Resolver(latest blessed) → Evaluator → Pusher."""
+    Transform → Trainer → Resolver(baseline model) → Evaluator → Pusher.
+
+    portable_resolver: resolve the baseline with TFX's built-in LatestBlessedModelStrategy, the
+    only kind Kubeflow Pipelines v2 / Vertex compile (see pipeline/baseline_resolver.py).
+    """
     config.validate()
     version = {"code_version": code_version()}
 
@@ -85,7 +90,8 @@ def create_pipeline(config: PipelineConfig) -> tfx.dsl.Pipeline:
     example_validator = tfx.components.ExampleValidator(
         statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"])
     # Anomalies stop the run here, before anything is transformed, trained or pushed.
-    anomaly_gate = AnomalyGate(anomalies=example_validator.outputs["anomalies"])
+    anomaly_gate = AnomalyGate(anomalies=example_validator.outputs["anomalies"],
+                               statistics=statistics_gen.outputs["statistics"])
     transform = tfx.components.Transform(
         examples=example_gen.outputs["examples"],
         schema=schema_gen.outputs["schema"],
@@ -110,11 +116,7 @@ def create_pipeline(config: PipelineConfig) -> tfx.dsl.Pipeline:
         eval_args=tfx.proto.EvalArgs(num_steps=config.eval_steps or 0),
         custom_config={**config.trainer.to_custom_config(), **version},
     )
-    model_resolver = tfx.dsl.Resolver(
-        strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
-        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
-        model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
-    ).with_id("latest_blessed_model_resolver")
+    model_resolver = baseline_resolver(trainer.outputs["model"], portable=portable_resolver)
     evaluator = tfx.components.Evaluator(
         examples=example_gen.outputs["examples"],
         model=trainer.outputs["model"],

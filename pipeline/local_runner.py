@@ -4,18 +4,24 @@
     tfx pipeline create --engine local --pipeline_path pipeline/local_runner.py
 
 Settings come from flags, else environment variables (DATA_DIR, OUTPUT_DIR, TRAIN_STEPS, ...:
-see pipeline_config.from_env), else defaults. Exits non-zero if any component failed.
+see pipeline_config.from_env), else defaults.
+
+Exit codes: 0 the run finished (blessed and pushed, or not blessed and nothing pushed: the
+summary says which); 1 a component failed; 2 a setting is invalid (nothing ran); 3 another run
+is using the same output dir (nothing ran).
 """
 
 import argparse
 import logging as py_logging
+import os
 import sys
 
 from absl import logging
 from tfx import v1 as tfx
 
-from pipeline import dag, run_summary
+from pipeline import dag, run_lock, run_summary
 from pipeline.pipeline_config import ConfigError, PipelineConfig, from_env
+from trainer_module import run, strategy
 
 
 def parse_config(argv: list[str]) -> PipelineConfig:
@@ -31,6 +37,18 @@ def parse_config(argv: list[str]) -> PipelineConfig:
     return from_env(**overrides)
 
 
+def check_local_batch(config: PipelineConfig) -> None:
+    """Off-TPU, the Trainer runs here, so its replica count is known now: check the batch."""
+    trainer = config.trainer
+    if (not trainer.global_batch_size or trainer.tpu_required or trainer.tpu_address
+            or os.environ.get("TPU_NAME") or trainer.strategy == "multi_worker_mirrored"):
+        return
+    try:
+        run.per_replica_batch_size(trainer, strategy.local_replica_count())
+    except ValueError as e:
+        raise ConfigError(f"trainer setting {e}") from e
+
+
 def _running_under_tfx_cli() -> bool:
     """`tfx pipeline create` executes this file with LocalDagRunner.run patched to record it."""
     return hasattr(tfx.orchestration.LocalDagRunner.run, "__wrapped__")
@@ -42,14 +60,27 @@ def main(argv: list[str]) -> int:
     try:
         config = parse_config(argv)
         pipeline = dag.create_pipeline(config)
+        check_local_batch(config)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"Running pipeline {config.pipeline_name!r} on {config.data_dir} "
-          f"→ outputs under {config.output_dir}", flush=True)
     if _running_under_tfx_cli():
         tfx.orchestration.LocalDagRunner().run(pipeline)
         return 0
+    try:
+        with run_lock.exclusive_run(config.output_dir):
+            return _run(config, pipeline)
+    except run_lock.RunInProgressError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 3
+
+
+def _run(config: PipelineConfig, pipeline: tfx.dsl.Pipeline) -> int:
+    for execution in run_lock.cancel_abandoned_executions(config.metadata_path):
+        print(f"Marked {execution} CANCELED: an earlier run stopped before it finished",
+              flush=True)
+    print(f"Running pipeline {config.pipeline_name!r} on {config.data_dir} "
+          f"→ outputs under {config.output_dir}", flush=True)
     error = None
     try:
         tfx.orchestration.LocalDagRunner().run(pipeline)

@@ -118,7 +118,13 @@ def csv_files(data_dir: str) -> list[str]:
 
 
 def check_data_dir(data_dir: str, schema: schema_pb2.Schema, schema_path: str) -> None:
-    """The data dir holds readable CSV files whose header has every column the schema names."""
+    """The data dir holds well-formed UTF-8 CSV files that CsvExampleGen can read as one split.
+
+    Every file must have the same header (CsvExampleGen rejects a split whose files differ),
+    naming every column of the schema, and every row as many fields as the header; together
+    they must hold at least one data row. One pass over each file, so a typo or a truncated
+    copy fails here, naming the file and line, instead of minutes into a run.
+    """
     if not os.path.isdir(data_dir):
         raise ConfigError(f"data_dir={data_dir!r}: no such directory; expected a folder of "
                           "CSV files with a header row")
@@ -127,25 +133,75 @@ def check_data_dir(data_dir: str, schema: schema_pb2.Schema, schema_path: str) -
         raise ConfigError(f"data_dir={data_dir!r} holds no *.csv files: expected one or more "
                           "CSV files with a header row")
     expected = [f.name for f in schema.feature]
+    first_header: list[str] | None = None
+    data_rows = 0
     for path in files:
-        try:
-            with open(path, encoding="utf-8", newline="") as f:
-                header = next(csv.reader(f), None)
-        except (OSError, UnicodeDecodeError) as e:
-            raise ConfigError(f"data file {path!r} cannot be read as UTF-8 CSV: {e}") from e
-        if not header:
+        header, rows = _scan_csv(path)
+        if header is None:
             raise ConfigError(f"data file {path!r} is empty: expected a header row naming "
                               f"the columns {expected}")
         missing = [c for c in expected if c not in header]
         if missing:
             raise ConfigError(f"data file {path!r} lacks column(s) {missing} that the schema "
                               f"{schema_path!r} names; its header is {header}")
+        if first_header is None:
+            first_header = header
+        elif header != first_header:
+            raise ConfigError(
+                f"data file {path!r} has the header {header}, but {files[0]!r} has "
+                f"{first_header}: every CSV file in data_dir={data_dir!r} must have the same "
+                "columns in the same order"
+            )
+        data_rows += rows
+    if data_rows == 0:
+        raise ConfigError(f"data_dir={data_dir!r}: its CSV files hold a header but no data "
+                          "rows; expected at least one row of data")
+
+
+def _scan_csv(path: str) -> tuple[list[str] | None, int]:
+    """(header, number of data rows) of a CSV file; ConfigError at the first malformed line."""
+
+    def decoded_lines(f):
+        for number, raw in enumerate(f, start=1):
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ConfigError(
+                    f"data file {path!r}, line {number}: bytes {raw[e.start:e.end]!r} are not "
+                    "UTF-8; expected UTF-8 text (re-encode the file, e.g. with "
+                    "`iconv -f latin1 -t utf-8`)"
+                ) from None
+
+    try:
+        with open(path, "rb") as f:
+            reader = csv.reader(decoded_lines(f))
+            header = next(reader, None)
+            if not header:
+                return None, 0
+            rows = 0
+            for row in reader:
+                if len(row) != len(header):
+                    raise ConfigError(
+                        f"data file {path!r}, line {reader.line_num}: {len(row)} field(s) "
+                        f"where the header has {len(header)}; expected one value (possibly "
+                        "empty) per column: is the line cut short or does a value hold an "
+                        "unquoted comma?"
+                    )
+                rows += 1
+    except (OSError, csv.Error) as e:
+        raise ConfigError(f"data file {path!r} cannot be read as CSV: {e}") from e
+    return header, rows
 
 
 _ENV_INTS = {"TRAIN_STEPS": "train_steps", "EVAL_STEPS": "eval_steps"}
 _ENV_TRAINER_INTS = {
     "PER_REPLICA_BATCH_SIZE": "per_replica_batch_size",
+    "GLOBAL_BATCH_SIZE": "global_batch_size",
     "STEPS_PER_EXECUTION": "steps_per_execution",
+}
+_ENV_FLOATS = {
+    "MIN_EVAL_ACCURACY": "min_eval_accuracy",
+    "MAX_ACCURACY_REGRESSION": "max_accuracy_regression",
 }
 
 
@@ -153,8 +209,9 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: object) -> Pipel
     """Config from defaults, then environment variables, then keyword overrides.
 
     Variables: PIPELINE_NAME, DATA_DIR, OUTPUT_DIR, SCHEMA_PATH, TRAIN_STEPS, EVAL_STEPS,
-    MIN_EVAL_ACCURACY, PER_REPLICA_BATCH_SIZE, STEPS_PER_EXECUTION, STRATEGY, TPU_ADDRESS,
-    REQUIRE_TPU. Empty variables count as unset (so `make run DATA_DIR=` keeps the default).
+    MIN_EVAL_ACCURACY, MAX_ACCURACY_REGRESSION, PER_REPLICA_BATCH_SIZE, GLOBAL_BATCH_SIZE,
+    STEPS_PER_EXECUTION, STRATEGY, TPU_ADDRESS, REQUIRE_TPU. Empty variables count as unset
+    (so `make run DATA_DIR=` keeps the default).
     """
     env = os.environ if env is None else env
     values: dict[str, object] = {}
@@ -166,8 +223,9 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: object) -> Pipel
     for var, field in _ENV_INTS.items():
         if env.get(var):
             values[field] = _env_int(var, env[var])
-    if env.get("MIN_EVAL_ACCURACY"):
-        values["min_eval_accuracy"] = _env_float("MIN_EVAL_ACCURACY", env["MIN_EVAL_ACCURACY"])
+    for var, field in _ENV_FLOATS.items():
+        if env.get(var):
+            values[field] = _env_float(var, env[var])
     for var, field in _ENV_TRAINER_INTS.items():
         if env.get(var):
             trainer[field] = _env_int(var, env[var])

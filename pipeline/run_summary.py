@@ -79,6 +79,14 @@ def open_store(metadata_path: str, create: bool = False) -> mlmd.MetadataStore:
     return mlmd.MetadataStore(config)
 
 
+def node_id_of(store: mlmd.MetadataStore, execution: metadata_store_pb2.Execution) -> str:
+    """The pipeline node an execution belongs to (its `node` context is '<pipeline>.<node>')."""
+    for context in store.get_contexts_by_execution(execution.id):
+        if context.type == "node":
+            return context.name.split(".", 1)[-1]
+    return f"execution {execution.id}"
+
+
 def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary | None:
     """The most recent pipeline run of `pipeline_name` in the store, or None if it has none."""
     if not os.path.exists(metadata_path):
@@ -93,13 +101,10 @@ def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary | None:
     if not runs:
         return None
     run = max(runs, key=lambda c: (c.create_time_since_epoch, c.id))
-    executions = store.get_executions_by_context(run.id)
-    node_prefix = pipeline_name + "."
+    executions = sorted(store.get_executions_by_context(run.id), key=lambda e: e.id)
     nodes: dict[str, NodeRun] = {}
     for execution in executions:
-        node_ctx = [c for c in store.get_contexts_by_execution(execution.id)
-                    if c.name.startswith(node_prefix) and c.type == "node"]
-        node_id = node_ctx[0].name[len(node_prefix):] if node_ctx else str(execution.id)
+        node_id = node_id_of(store, execution)
         outputs: dict[str, list[metadata_store_pb2.Artifact]] = {}
         events = store.get_events_by_execution_ids([execution.id])
         output_events = [e for e in events if e.type == metadata_store_pb2.Event.OUTPUT]
@@ -129,6 +134,47 @@ def overall_metrics(evaluation_uri: str) -> dict[str, float]:
     return {}
 
 
+def validation_failures(evaluation_uri: str) -> list[str]:
+    """Why the Evaluator did not bless: one line per failed threshold and slice."""
+    import tensorflow_model_analysis as tfma
+
+    result = tfma.load_validation_result(evaluation_uri)
+    lines = []
+    for per_slice in result.metric_validations_per_slice:
+        keys = per_slice.slice_key.single_slice_keys
+        where = ", ".join(f"{k.column}={_slice_value(k)}" for k in keys) or "overall"
+        for failure in per_slice.failures:
+            lines.append(f"{where}: {_describe_failure(failure)}")
+    if not lines and not result.validation_ok:
+        lines.append(f"TFMA reports missing slices or thresholds; see {evaluation_uri}")
+    return lines
+
+
+def _slice_value(key) -> str:
+    kind = key.WhichOneof("kind")
+    value = getattr(key, kind) if kind else ""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _describe_failure(failure) -> str:
+    name = failure.metric_key.name
+    value = failure.metric_value.double_value.value
+    threshold = failure.metric_threshold
+    if threshold.HasField("change_threshold"):
+        allowed_drop = -threshold.change_threshold.absolute.value
+        allowed = (f"a drop of at most {allowed_drop:.4f}" if allowed_drop > 1e-6
+                   else "no drop")
+        return (f"{name} changed by {value:+.4f} against the last blessed model "
+                f"(threshold: {allowed})")
+    bounds = threshold.value_threshold
+    limits = []
+    if bounds.HasField("lower_bound"):
+        limits.append(f">= {bounds.lower_bound.value:.4f}")
+    if bounds.HasField("upper_bound"):
+        limits.append(f"<= {bounds.upper_bound.value:.4f}")
+    return f"{name} = {value:.4f} (threshold: {' and '.join(limits)})"
+
+
 def format_summary(summary: RunSummary) -> str:
     lines = [f"Run {summary.run_id}:"]
     for node in summary.nodes.values():
@@ -139,8 +185,11 @@ def format_summary(summary: RunSummary) -> str:
         shown = ", ".join(f"{k}={metrics[k]:.4f}" for k in ("binary_accuracy", "auc")
                           if k in metrics)
         lines.append(f"Eval metrics: {shown}  ({summary.evaluation_uri})")
-    if summary.blessed is not None:
-        lines.append(f"Blessed: {'yes' if summary.blessed else 'no'}")
+    if summary.blessed:
+        lines.append("Blessed: yes")
+    elif summary.blessed is False:
+        lines.append("Blessed: no — the model failed the Evaluator's thresholds:")
+        lines.extend(f"  {reason}" for reason in validation_failures(summary.evaluation_uri))
     if summary.pushed_destination:
         lines.append(f"Pushed model: {summary.pushed_destination}")
     elif "Pusher" in summary.nodes:

@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+import taxi_rows
 from pipeline import local_runner
 from pipeline.pipeline_config import ConfigError, PipelineConfig, from_env
 from trainer_module.config import TrainerConfig, TrainerConfigError
@@ -67,10 +68,31 @@ def test_csv_missing_a_schema_column(tmp_path):
         PipelineConfig(data_dir=str(tmp_path)).validate()
 
 
-def test_unreadable_csv(tmp_path):
+def test_csv_that_is_not_utf8(tmp_path):
     (tmp_path / "a.csv").write_bytes(b"\xff\xfe\x00bad")
-    with pytest.raises(ConfigError, match="cannot be read as UTF-8 CSV"):
+    with pytest.raises(ConfigError, match=r"a.csv', line 1: bytes .* are not UTF-8"):
         PipelineConfig(data_dir=str(tmp_path)).validate()
+
+
+def test_column_order_within_one_file_is_free(tmp_path):
+    """CsvExampleGen maps columns by the header's names; only files that differ are refused."""
+    columns = taxi_rows.read_rows(1)[0]
+    names = list(columns)[::-1]
+    (tmp_path / "a.csv").write_text(",".join(names) + "\n" + ",".join(columns[n] for n in names)
+                                    + "\n", encoding="utf-8")
+    PipelineConfig(data_dir=str(tmp_path)).validate()
+
+
+def test_global_batch_is_checked_against_this_machines_replicas(monkeypatch):
+    # Stands in for a machine with 3 GPUs, which this one does not have.
+    monkeypatch.setattr(local_runner.strategy, "local_replica_count", lambda: 3)
+    config = from_env({"GLOBAL_BATCH_SIZE": "512"})
+    with pytest.raises(ConfigError, match=r"global_batch_size=512 is not divisible by the 3 "
+                                          r"replicas.*e\.g\. 510 or 513"):
+        local_runner.check_local_batch(config)
+    local_runner.check_local_batch(from_env({"GLOBAL_BATCH_SIZE": "513"}))
+    # On a TPU the Trainer counts the cores itself, when it starts.
+    local_runner.check_local_batch(from_env({"GLOBAL_BATCH_SIZE": "512", "TPU_ADDRESS": "t"}))
 
 
 def test_schema_that_does_not_parse(tmp_path):
@@ -85,8 +107,12 @@ def test_env_values_are_checked():
         from_env({"TRAIN_STEPS": "ten"})
     with pytest.raises(ConfigError, match="trainer setting per_replica_batch_size=0"):
         from_env({"PER_REPLICA_BATCH_SIZE": "0"})
-    config = from_env({"DATA_DIR": "data", "TRAIN_STEPS": "7", "REQUIRE_TPU": "true"})
+    with pytest.raises(ConfigError, match="MAX_ACCURACY_REGRESSION='lots': expected a number"):
+        from_env({"MAX_ACCURACY_REGRESSION": "lots"})
+    config = from_env({"DATA_DIR": "data", "TRAIN_STEPS": "7", "REQUIRE_TPU": "true",
+                       "MAX_ACCURACY_REGRESSION": "0.02", "GLOBAL_BATCH_SIZE": "1024"})
     assert config.train_steps == 7 and config.trainer.require_tpu
+    assert config.max_accuracy_regression == 0.02 and config.trainer.global_batch_size == 1024
     assert config.data_dir == os.path.abspath("data")
 
 

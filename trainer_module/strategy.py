@@ -67,6 +67,11 @@ def _mirrored() -> tf.distribute.MirroredStrategy:
     return tf.distribute.MirroredStrategy(devices=cpus)
 
 
+def local_replica_count() -> int:
+    """Replicas MirroredStrategy will have on this machine (what the Trainer uses off-TPU)."""
+    return len(tf.config.list_logical_devices("GPU")) or len(tf.config.list_logical_devices("CPU"))
+
+
 def _connect_tpu(address: str, runtime: TPURuntime) -> tf.distribute.TPUStrategy:
     resolver = runtime.resolve(address)
     runtime.connect(resolver)

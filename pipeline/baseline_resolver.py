@@ -1,0 +1,64 @@
+"""The Evaluator's baseline: the newest blessed model trained before the candidate.
+
+TFX's LatestBlessedModelStrategy returns the newest blessed model, which after a successful run
+is the candidate itself. A rerun of an unchanged pipeline then hands the Evaluator a new
+baseline (the cached candidate), so the Evaluator runs again and the Pusher pushes the same
+model as a new version. Resolving the baseline relative to the candidate (blessed models with a
+smaller MLMD id, i.e. registered before it) gives the Evaluator the same inputs on every rerun:
+everything is served from the cache, and a new model is still compared with the last blessed
+one before it.
+
+Kubeflow Pipelines v2 and Vertex compile only TFX's built-in resolver strategies; runners for
+them use LatestBlessedModelStrategy.
+"""
+
+from tfx import types
+from tfx import v1 as tfx
+from tfx.components.evaluator import constants as evaluator_constants
+
+MODEL_KEY = "model"
+BLESSING_KEY = "model_blessing"
+CANDIDATE_KEY = "candidate"
+
+
+class BlessedBeforeCandidateStrategy(tfx.dsl.experimental.ResolverStrategy):
+    """Newest blessed Model whose id is below the candidate's, with its ModelBlessing."""
+
+    def resolve_artifacts(
+        self, store, input_dict: dict[str, list[types.Artifact]]
+    ) -> dict[str, list[types.Artifact]]:
+        candidates = input_dict.get(CANDIDATE_KEY, [])
+        result = {MODEL_KEY: [], BLESSING_KEY: [], CANDIDATE_KEY: list(candidates)}
+        if not candidates:
+            return result
+        newest_candidate = max(a.id for a in candidates)
+        blessed_by_model = {
+            b.get_int_custom_property(evaluator_constants.ARTIFACT_PROPERTY_CURRENT_MODEL_ID_KEY): b
+            for b in input_dict.get(BLESSING_KEY, [])
+            if b.get_int_custom_property(evaluator_constants.ARTIFACT_PROPERTY_BLESSED_KEY) == 1
+        }
+        older_blessed = [m for m in input_dict.get(MODEL_KEY, [])
+                         if m.id < newest_candidate and m.id in blessed_by_model]
+        if older_blessed:
+            baseline = max(older_blessed, key=lambda m: m.id)
+            result[MODEL_KEY] = [baseline]
+            result[BLESSING_KEY] = [blessed_by_model[baseline.id]]
+        return result
+
+
+def baseline_resolver(candidate: types.BaseChannel, portable: bool = False) -> tfx.dsl.Resolver:
+    """The resolver node feeding the Evaluator's `baseline_model`.
+
+    portable=True builds TFX's LatestBlessedModelStrategy resolver, the one Kubeflow/Vertex
+    compile; otherwise the candidate-relative strategy above.
+    """
+    channels = {
+        MODEL_KEY: tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
+        BLESSING_KEY: tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
+    }
+    if portable:
+        strategy = tfx.dsl.experimental.LatestBlessedModelStrategy
+    else:
+        strategy = BlessedBeforeCandidateStrategy
+        channels[CANDIDATE_KEY] = candidate
+    return tfx.dsl.Resolver(strategy_class=strategy, **channels).with_id("baseline_resolver")
