@@ -16,12 +16,11 @@ import logging as py_logging
 import os
 import sys
 
-from absl import logging
-from tfx import v1 as tfx
-
-from pipeline import dag, run_lock, run_summary
+from pipeline import run_lock, run_summary
 from pipeline.pipeline_config import ConfigError, PipelineConfig, from_env
-from trainer_module import run, strategy
+
+# TensorFlow and TFX take ~25 s to import: they load only after the settings and the output
+# dir's lock are checked, so a bad setting or a busy output dir is reported in about a second.
 
 
 def parse_config(argv: list[str]) -> PipelineConfig:
@@ -43,6 +42,8 @@ def check_local_batch(config: PipelineConfig) -> None:
     if (not trainer.global_batch_size or trainer.tpu_required or trainer.tpu_address
             or os.environ.get("TPU_NAME") or trainer.strategy == "multi_worker_mirrored"):
         return
+    from trainer_module import run, strategy
+
     try:
         run.per_replica_batch_size(trainer, strategy.local_replica_count())
     except ValueError as e:
@@ -51,31 +52,40 @@ def check_local_batch(config: PipelineConfig) -> None:
 
 def _running_under_tfx_cli() -> bool:
     """`tfx pipeline create` executes this file with LocalDagRunner.run patched to record it."""
-    return hasattr(tfx.orchestration.LocalDagRunner.run, "__wrapped__")
+    runner = sys.modules.get("tfx.orchestration.local.local_dag_runner")
+    return runner is not None and hasattr(runner.LocalDagRunner.run, "__wrapped__")
 
 
 def main(argv: list[str]) -> int:
-    logging.set_verbosity(logging.INFO)
     py_logging.getLogger().setLevel(py_logging.INFO)
     try:
-        config = parse_config(argv)
-        pipeline = dag.create_pipeline(config)
+        config = parse_config(argv).validate()
         check_local_batch(config)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if _running_under_tfx_cli():
-        tfx.orchestration.LocalDagRunner().run(pipeline)
+    if _running_under_tfx_cli():  # it only records the pipeline: nothing runs
+        _run_dag(config)
         return 0
     try:
         with run_lock.exclusive_run(config.output_dir):
-            return _run(config, pipeline)
+            return _run(config)
     except run_lock.RunInProgressError as e:
         print(f"error: {e}", file=sys.stderr)
         return 3
 
 
-def _run(config: PipelineConfig, pipeline: tfx.dsl.Pipeline) -> int:
+def _run_dag(config: PipelineConfig) -> None:
+    from absl import logging
+    from tfx import v1 as tfx
+
+    from pipeline import dag
+
+    logging.set_verbosity(logging.INFO)
+    tfx.orchestration.LocalDagRunner().run(dag.create_pipeline(config))
+
+
+def _run(config: PipelineConfig) -> int:
     for execution in run_lock.cancel_abandoned_executions(config.metadata_path):
         print(f"Marked {execution} CANCELED: an earlier run stopped before it finished",
               flush=True)
@@ -83,7 +93,7 @@ def _run(config: PipelineConfig, pipeline: tfx.dsl.Pipeline) -> int:
           f"→ outputs under {config.output_dir}", flush=True)
     error = None
     try:
-        tfx.orchestration.LocalDagRunner().run(pipeline)
+        _run_dag(config)
     except Exception as e:  # the summary below names the failed component
         error = e
     summary = run_summary.latest_run(config.metadata_path, config.pipeline_name)

@@ -4,10 +4,17 @@ Asserts on what TFX itself recorded (MLMD execution states in the SQLite store) 
 pushed SavedModel answering raw tf.Examples.
 """
 
+import csv
+import dataclasses
+import hashlib
 import os
+import re
 import shutil
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 
 import ml_metadata as mlmd
 import numpy as np
@@ -23,57 +30,243 @@ pytestmark = pytest.mark.e2e
 
 NODES = {"CsvExampleGen", "StatisticsGen", "ImportSchemaGen", "ExampleValidator", "AnomalyGate",
          "Transform", "Trainer", "baseline_resolver", "Evaluator", "Pusher"}
+DATA_DEPENDENT = ("CsvExampleGen", "StatisticsGen", "ExampleValidator", "AnomalyGate",
+                  "Transform")
+UPSTREAM_OF_TRAINER = ("ImportSchemaGen",) + DATA_DEPENDENT
+TRAINER_ON = ("Trainer", "baseline_resolver", "Evaluator", "Pusher")
 BIN = os.path.dirname(sys.executable)
+RUNNER = os.path.join(REPO_ROOT, "pipeline", "local_runner.py")
 
 
 def _env(output_dir, **extra) -> dict[str, str]:
-    env = dict(os.environ, OUTPUT_DIR=str(output_dir), TRAIN_STEPS="48",
-               MIN_EVAL_ACCURACY="0.5", TF_CPP_MIN_LOG_LEVEL="2", **extra)
+    env = {**os.environ, "OUTPUT_DIR": str(output_dir), "TRAIN_STEPS": "48",
+           "MIN_EVAL_ACCURACY": "0.5", "TF_CPP_MIN_LOG_LEVEL": "2", **extra}
     env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
     return env
 
 
-def _execution_states(metadata_path: str, pipeline_name: str = "taxi-tpu") -> dict[str, str]:
-    """node id → state of its latest execution, straight from the MLMD store."""
+def _store(metadata_path: str) -> mlmd.MetadataStore:
     config = metadata_store_pb2.ConnectionConfig()
     config.sqlite.filename_uri = metadata_path
-    store = mlmd.MetadataStore(config)
-    states = {}
-    for execution in sorted(store.get_executions(), key=lambda e: e.id):
-        for context in store.get_contexts_by_execution(execution.id):
-            if context.type == "node":
-                node = context.name.removeprefix(pipeline_name + ".")
-                states[node] = metadata_store_pb2.Execution.State.Name(execution.last_known_state)
-    return states
+    return mlmd.MetadataStore(config)
 
 
-def _serve(serving_model_dir: str, rows: list[dict[str, str]]) -> np.ndarray:
-    versions = sorted(os.listdir(serving_model_dir))
-    assert len(versions) == 1, versions
-    model = tf.saved_model.load(os.path.join(serving_model_dir, versions[0]))
+def _node_of(store: mlmd.MetadataStore, execution: metadata_store_pb2.Execution) -> str:
+    [node] = [c.name.split(".", 1)[1] for c in store.get_contexts_by_execution(execution.id)
+              if c.type == "node"]
+    return node
+
+
+def _execution_states(metadata_path: str) -> dict[str, str]:
+    """node id → state of its latest execution, straight from the MLMD store."""
+    store = _store(metadata_path)
+    return {_node_of(store, e): metadata_store_pb2.Execution.State.Name(e.last_known_state)
+            for e in sorted(store.get_executions(), key=lambda e: e.id)}
+
+
+@dataclasses.dataclass
+class RunRecord:
+    """One pipeline run as TFX recorded it in MLMD."""
+
+    states: dict[str, str]
+    component_seconds: float  # summed over the run's executions
+    span_seconds: float  # first execution registered → last execution updated
+
+
+def _latest_run(metadata_path: str) -> RunRecord:
+    store = _store(metadata_path)
+    run = max(store.get_contexts_by_type("pipeline_run"), key=lambda c: c.id)
+    executions = store.get_executions_by_context(run.id)
+    states = {_node_of(store, e): metadata_store_pb2.Execution.State.Name(e.last_known_state)
+              for e in executions}
+    seconds = [(e.last_update_time_since_epoch - e.create_time_since_epoch) / 1000
+               for e in executions]
+    span = (max(e.last_update_time_since_epoch for e in executions)
+            - min(e.create_time_since_epoch for e in executions)) / 1000
+    return RunRecord(states, sum(seconds), span)
+
+
+def _tree(directory) -> dict[str, str]:
+    """relative path → sha256 of every file under `directory` ({} if it does not exist)."""
+    hashes = {}
+    for root, _, files in os.walk(directory):
+        for name in files:
+            path = os.path.join(root, name)
+            with open(path, "rb") as f:
+                hashes[os.path.relpath(path, directory)] = hashlib.sha256(f.read()).hexdigest()
+    return hashes
+
+
+def _serve(model_dir, rows: list[dict[str, str]]) -> np.ndarray:
+    model = tf.saved_model.load(str(model_dir))
     examples = [taxi_rows.to_example(r, drop=features.LABEL_SOURCE_FEATURES).SerializeToString()
                 for r in rows]
     return model.signatures["serving_default"](examples=tf.constant(examples))[
         "probabilities"].numpy()
 
 
-def test_local_runner_runs_every_component_and_pushes_a_serving_model(tmp_path):
+def _runner(data_dir, output) -> list[str]:
+    return [sys.executable, RUNNER, "--data-dir", str(data_dir), "--output-dir", str(output)]
+
+
+def _run_pipeline(data_dir, output, **env) -> subprocess.CompletedProcess:
+    return subprocess.run(_runner(data_dir, output), env=_env(output, **env),
+                          capture_output=True, text=True, timeout=900)
+
+
+def _write_csv(path, rows: list[dict[str, str]]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
+    """One output dir through a pipeline's life: first run, unchanged rerun, a worse model,
+    new data killed mid-Trainer, the rerun after the kill, and bad data."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    shutil.copy(taxi_rows.SHIPPED_CSV, data_dir / "trips.csv")
     output = tmp_path / "out"
-    result = subprocess.run(
-        [sys.executable, os.path.join(REPO_ROOT, "pipeline", "local_runner.py")],
-        env=_env(output), capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-4000:]
-    assert "Pushed model: " + str(output / "serving_model") in result.stdout
-
-    states = _execution_states(str(output / "metadata" / "metadata.db"))
-    assert set(states) == NODES
-    assert all(state == "COMPLETE" for state in states.values()), states
-
+    metadata = str(output / "metadata" / "metadata.db")
+    serving = output / "serving_model"
     rows = taxi_rows.read_rows(20)
-    probabilities = _serve(str(output / "serving_model"), rows)
+
+    # 1. First run: every component executes; the model is blessed and pushed.
+    result = _run_pipeline(data_dir, output)
+    assert result.returncode == 0, result.stderr[-4000:]
+    first = _latest_run(metadata)
+    assert first.states == dict.fromkeys(NODES, "COMPLETE")
+    [version] = os.listdir(serving)
+    assert f"Pushed model: {serving / version}" in result.stdout
+    probabilities = _serve(serving / version, rows)
     assert probabilities.shape == (20, 1)
     assert np.all((probabilities >= 0) & (probabilities <= 1))
     assert len(np.unique(probabilities.round(6))) > 1  # a trained model, not a constant
+    served = _tree(serving)
+    artifacts = len(_store(metadata).get_artifacts())
+
+    # 2. Unchanged rerun: every component is served from the cache, nothing new is written.
+    result = _run_pipeline(data_dir, output)
+    assert result.returncode == 0, result.stderr[-4000:]
+    rerun = _latest_run(metadata)
+    assert rerun.states == {**dict.fromkeys(NODES, "CACHED"), "baseline_resolver": "COMPLETE"}
+    assert len(_store(metadata).get_artifacts()) == artifacts
+    assert rerun.span_seconds < 0.2 * first.component_seconds, (rerun, first)
+    assert _tree(serving) == served
+
+    # 3. Only a training setting changes, to a model worse than the served one: the DAG
+    #    re-executes from the Trainer on; the model is not blessed, not pushed, and the run
+    #    says why.
+    result = _run_pipeline(data_dir, output, TRAIN_STEPS="1")
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert _latest_run(metadata).states == {**dict.fromkeys(UPSTREAM_OF_TRAINER, "CACHED"),
+                                            **dict.fromkeys(TRAINER_ON, "COMPLETE")}
+    assert "Blessed: no" in result.stdout
+    assert "overall: binary_accuracy changed by -" in result.stdout
+    assert "Pushed model: none" in result.stdout
+    assert _tree(serving) == served
+
+    # 4. New data, and the run is killed with SIGKILL while the Trainer runs: the DAG had
+    #    re-executed from CsvExampleGen (the schema file, unchanged, stays cached).
+    _write_csv(data_dir / "more.csv", taxi_rows.read_rows(3000))
+    log_path = tmp_path / "killed.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(_runner(data_dir, output), env=_env(output), stdout=log,
+                                   stderr=subprocess.STDOUT)
+        _wait_for_line(log_path, "Component Trainer is running", process)
+        time.sleep(3)
+        process.send_signal(signal.SIGKILL)
+        assert process.wait(timeout=60) == -signal.SIGKILL
+    killed = _latest_run(metadata)
+    assert killed.states == {**dict.fromkeys(DATA_DEPENDENT, "COMPLETE"),
+                             "ImportSchemaGen": "CACHED", "Trainer": "RUNNING"}
+    assert _tree(serving) == served
+
+    # 5. The rerun after the kill reuses what the killed run finished, retrains, and pushes
+    #    a complete new version next to the old one. (Any accuracy change is allowed here:
+    #    this step is about recovery, not about the gate.)
+    result = _run_pipeline(data_dir, output, MAX_ACCURACY_REGRESSION="1")
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert re.search(r"Marked Trainer \(execution \d+\) CANCELED", result.stdout)
+    assert _latest_run(metadata).states == {**dict.fromkeys(UPSTREAM_OF_TRAINER, "CACHED"),
+                                            **dict.fromkeys(TRAINER_ON, "COMPLETE")}
+    new_versions = sorted(set(os.listdir(serving)) - {version})
+    assert len(new_versions) == 1, os.listdir(serving)
+    assert {k: v for k, v in _tree(serving).items() if k.startswith(version)} == served
+    assert _serve(serving / new_versions[0], rows).shape == (20, 1)
+    _assert_store_consistent(metadata)
+
+    # 6. Bad data: the AnomalyGate fails the run and the serving dir keeps exactly its files.
+    served = _tree(serving)
+    bad = taxi_rows.read_rows(2000)
+    for row in bad[:100]:
+        row["tips"] = "-1.5"
+    _write_csv(data_dir / "more.csv", bad)
+    result = _run_pipeline(data_dir, output)
+    assert result.returncode == 1
+    assert "[train] tips: Out-of-range values" in result.stderr
+    states = _latest_run(metadata).states
+    assert states["CsvExampleGen"] == "COMPLETE" and states["AnomalyGate"] == "FAILED", states
+    assert not {"Transform", "Trainer", "Evaluator", "Pusher"} & set(states), states
+    assert _tree(serving) == served
+    _assert_store_consistent(metadata)
+
+
+def test_parallel_runs_in_separate_output_dirs_and_one_at_a_time_in_the_same(tmp_path):
+    """Two runs with their own output dirs both succeed side by side; a third run on an output
+    dir that is in use stops at once, before any component, naming the run holding it."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    _write_csv(data_dir / "trips.csv", taxi_rows.read_rows(3000))
+    outputs = [tmp_path / "a", tmp_path / "b"]
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    processes = [subprocess.Popen(_runner(data_dir, out), env=_env(out), stdout=log.open("w"),
+                                  stderr=subprocess.STDOUT)
+                 for out, log in zip(outputs, logs, strict=True)]
+    lock = outputs[0] / ".run.lock"
+    deadline = time.monotonic() + 120
+    while not (lock.exists() and f"pid {processes[0].pid}" in lock.read_text()):
+        assert time.monotonic() < deadline and processes[0].poll() is None
+        time.sleep(0.2)
+
+    started = time.monotonic()
+    busy = _run_pipeline(data_dir, outputs[0])
+    assert busy.returncode == 3, busy.stderr[-3000:]
+    assert time.monotonic() - started < 30  # before TensorFlow even loads
+    assert f"another run is using output_dir='{outputs[0]}' (pid {processes[0].pid}" in (
+        busy.stderr)
+
+    for process, out, log in zip(processes, outputs, logs, strict=True):
+        assert process.wait(timeout=900) == 0, log.read_text()[-3000:]
+        metadata = str(out / "metadata" / "metadata.db")
+        assert _latest_run(metadata).states == dict.fromkeys(NODES, "COMPLETE")
+        assert len(_store(metadata).get_contexts_by_type("pipeline_run")) == 1
+        _assert_store_consistent(metadata)
+
+
+def _wait_for_line(log_path, text: str, process: subprocess.Popen, timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+            if text in f.read():
+                return
+        assert process.poll() is None, f"the run ended before {text!r}: see {log_path}"
+        time.sleep(0.5)
+    raise AssertionError(f"no {text!r} in {log_path} after {timeout} s")
+
+
+def _assert_store_consistent(metadata_path: str) -> None:
+    """SQLite intact, nothing claims to be running, every live artifact exists on disk."""
+    with sqlite3.connect(metadata_path) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    store = _store(metadata_path)
+    unfinished = [e.id for e in store.get_executions() if e.last_known_state in (
+        metadata_store_pb2.Execution.NEW, metadata_store_pb2.Execution.RUNNING)]
+    assert not unfinished, f"executions left NEW/RUNNING: {unfinished}"
+    missing = [a.uri for a in store.get_artifacts()
+               if a.state == metadata_store_pb2.Artifact.LIVE and not os.path.exists(a.uri)]
+    assert not missing, f"live artifacts missing on disk: {missing}"
 
 
 def test_tfx_cli_creates_and_runs_the_pipeline_on_another_data_dir(tmp_path):
@@ -98,5 +291,6 @@ def test_tfx_cli_creates_and_runs_the_pipeline_on_another_data_dir(tmp_path):
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     states = _execution_states(str(output / "metadata" / "metadata.db"))
     assert set(states) == NODES and set(states.values()) == {"COMPLETE"}, states
-    assert _serve(str(output / "serving_model"), taxi_rows.read_rows(3)).shape == (3, 1)
+    [version] = os.listdir(output / "serving_model")
+    assert _serve(output / "serving_model" / version, taxi_rows.read_rows(3)).shape == (3, 1)
 
