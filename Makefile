@@ -25,12 +25,15 @@ run: venv
 	$(BIN)/python pipeline/local_runner.py \
 		$(if $(DATA_DIR),--data-dir "$(DATA_DIR)") $(if $(OUTPUT_DIR),--output-dir "$(OUTPUT_DIR)")
 
+# Tests run on two processes (pytest-xdist): the end-to-end runs spend most of their time in
+# single-threaded start-up. TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= 2
 test: venv
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # The end-to-end DAG runs alone.
 test-e2e: venv
-	$(BIN)/python -m pytest -q -m e2e
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m e2e
 
 # Does the Trainer's step compile with XLA and keep static shapes? Needs a `make run` first.
 tpu-check: venv

@@ -126,7 +126,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     new data killed mid-Trainer, the rerun after the kill, and bad data."""
     data_dir = tmp_path / "data"
     data_dir.mkdir()
-    shutil.copy(taxi_rows.SHIPPED_CSV, data_dir / "trips.csv")
+    _write_csv(data_dir / "trips.csv", taxi_rows.read_rows(4000))
     output = tmp_path / "out"
     metadata = str(output / "metadata" / "metadata.db")
     serving = output / "serving_model"
@@ -169,7 +169,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
 
     # 4. New data, and the run is killed with SIGKILL while the Trainer runs: the DAG had
     #    re-executed from CsvExampleGen (the schema file, unchanged, stays cached).
-    _write_csv(data_dir / "more.csv", taxi_rows.read_rows(3000))
+    _write_csv(data_dir / "more.csv", taxi_rows.read_rows(6000)[4000:])
     log_path = tmp_path / "killed.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen(_runner(data_dir, output), env=_env(output), stdout=log,

@@ -20,7 +20,7 @@ def no_tpu_env(monkeypatch):
 
 
 def test_no_tpu_address_falls_back_to_mirrored_and_says_why(caplog):
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         strategy = get_distribution_strategy(TrainerConfig())
     assert isinstance(strategy, tf.distribute.MirroredStrategy)
     assert strategy.num_replicas_in_sync == len(tf.config.list_logical_devices("CPU"))
@@ -29,7 +29,7 @@ def test_no_tpu_address_falls_back_to_mirrored_and_says_why(caplog):
 
 
 def test_unreachable_tpu_falls_back_with_a_warning(caplog):
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         strategy = get_distribution_strategy(TrainerConfig(tpu_address="local"))
     assert isinstance(strategy, tf.distribute.MirroredStrategy)
     assert "TPU at 'local' not reachable" in caplog.text

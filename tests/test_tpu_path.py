@@ -192,7 +192,7 @@ def test_mixed_bfloat16_training_exports_a_float32_model(transformed_data, tmp_p
 
     args = _fn_args(transformed_data, str(tmp_path), 16, mixed_precision="mixed_bfloat16",
                     per_replica_batch_size=128)
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         run.run_fn(FnArgs(**args))
     assert "precision=mixed_bfloat16" in caplog.text
     model, probabilities = _serve(args["serving_model_dir"], taxi_rows.read_rows(4))
