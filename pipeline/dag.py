@@ -1,14 +1,17 @@
 """The TFX DAG, defined once: every runner (local, Kubeflow v2, Vertex) calls `create_pipeline`."""
 
+import dataclasses
 import hashlib
 import os
+from collections.abc import Mapping
+from typing import Any
 
 import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
 
 from pipeline.anomaly_gate import AnomalyGate
 from pipeline.baseline_resolver import baseline_resolver
-from pipeline.pipeline_config import PipelineConfig
+from pipeline.pipeline_config import REPO_ROOT, ConfigError, PipelineConfig
 from trainer_module import features
 
 PREPROCESSING_FN = "trainer_module.preprocessing.preprocessing_fn"
@@ -70,14 +73,39 @@ def eval_config(config: PipelineConfig) -> tfma.EvalConfig:
     )
 
 
-def create_pipeline(config: PipelineConfig, portable_resolver: bool = False) -> tfx.dsl.Pipeline:
+@dataclasses.dataclass(frozen=True)
+class KubeflowTarget:
+    """What changes when the DAG runs in containers on Kubeflow Pipelines 2 / Vertex AI.
+
+    image_project_dir: where the pipeline image holds this project (files such as the schema
+      are read there at run time).
+    vertex_region / vertex_training_args: when set, the Trainer runs as a Vertex AI CustomJob
+      with these arguments (worker pool spec with the TPU machine and the TPU trainer image).
+    """
+
+    image_project_dir: str
+    vertex_region: str = ""
+    vertex_training_args: Mapping[str, Any] | None = None
+
+
+def create_pipeline(config: PipelineConfig,
+                    kubeflow: KubeflowTarget | None = None) -> tfx.dsl.Pipeline:
     """CsvExampleGen → StatisticsGen → ImportSchemaGen → ExampleValidator → AnomalyGate →
     Transform → Trainer → Resolver(baseline model) → Evaluator → Pusher.
 
-    portable_resolver: resolve the baseline with TFX's built-in LatestBlessedModelStrategy, the
-    only kind Kubeflow Pipelines v2 / Vertex compile (see pipeline/baseline_resolver.py).
+    Local runs (kubeflow=None) keep ML Metadata in the SQLite file under the output dir.
+    Kubeflow/Vertex runs use the orchestrator's metadata, TFX's built-in baseline resolver
+    (the only kind they compile; see pipeline/baseline_resolver.py) and paths inside the image.
     """
     config.validate()
+    schema_file = config.schema_path
+    if kubeflow is not None:
+        relative = os.path.relpath(config.schema_path, REPO_ROOT)
+        if relative.startswith(".."):
+            raise ConfigError(f"schema_path={config.schema_path!r} is outside the project: the "
+                              "pipeline image holds only the project's files; put it under "
+                              "schemas/")
+        schema_file = f"{kubeflow.image_project_dir.rstrip('/')}/{relative}"
     version = {"code_version": code_version()}
 
     example_gen = tfx.components.CsvExampleGen(
@@ -86,7 +114,7 @@ def create_pipeline(config: PipelineConfig, portable_resolver: bool = False) -> 
             splits=[tfx.proto.Input.Split(name="csv", pattern="*.csv")]),
     )
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
-    schema_gen = tfx.components.ImportSchemaGen(schema_file=config.schema_path)
+    schema_gen = tfx.components.ImportSchemaGen(schema_file=schema_file)
     example_validator = tfx.components.ExampleValidator(
         statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"])
     # Anomalies stop the run here, before anything is transformed, trained or pushed.
@@ -107,16 +135,28 @@ def create_pipeline(config: PipelineConfig, portable_resolver: bool = False) -> 
         custom_config=version,
     )
     transform.add_upstream_node(anomaly_gate)
-    trainer = tfx.components.Trainer(
+    trainer_config = {**config.trainer.to_custom_config(), **version}
+    trainer_class = tfx.components.Trainer
+    if kubeflow is not None and kubeflow.vertex_training_args:
+        # The Trainer step submits a Vertex AI CustomJob (the TPU machine, the TPU trainer
+        # image) that runs run_fn, and waits for it.
+        vertex = tfx.extensions.google_cloud_ai_platform
+        trainer_class = vertex.Trainer
+        trainer_config.update({
+            vertex.ENABLE_VERTEX_KEY: True,
+            vertex.VERTEX_REGION_KEY: kubeflow.vertex_region,
+            vertex.TRAINING_ARGS_KEY: dict(kubeflow.vertex_training_args),
+        })
+    trainer = trainer_class(
         run_fn=RUN_FN,
         examples=transform.outputs["transformed_examples"],
         transform_graph=transform.outputs["transform_graph"],
         schema=schema_gen.outputs["schema"],
         train_args=tfx.proto.TrainArgs(num_steps=config.train_steps),
         eval_args=tfx.proto.EvalArgs(num_steps=config.eval_steps or 0),
-        custom_config={**config.trainer.to_custom_config(), **version},
+        custom_config=trainer_config,
     )
-    model_resolver = baseline_resolver(trainer.outputs["model"], portable=portable_resolver)
+    model_resolver = baseline_resolver(trainer.outputs["model"], portable=kubeflow is not None)
     evaluator = tfx.components.Evaluator(
         examples=example_gen.outputs["examples"],
         model=trainer.outputs["model"],
@@ -136,7 +176,7 @@ def create_pipeline(config: PipelineConfig, portable_resolver: bool = False) -> 
         components=[example_gen, statistics_gen, schema_gen, example_validator, anomaly_gate,
                     transform, trainer, model_resolver, evaluator, pusher],
         enable_cache=config.enable_cache,
-        metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
-            config.metadata_path),
+        metadata_connection_config=None if kubeflow is not None else (
+            tfx.orchestration.metadata.sqlite_metadata_connection_config(config.metadata_path)),
         beam_pipeline_args=list(config.beam_pipeline_args),
     )

@@ -85,8 +85,19 @@ class PipelineConfig:
         if not isinstance(self.trainer, TrainerConfig):
             raise ConfigError(f"trainer={self.trainer!r}: expected a TrainerConfig")
         schema = load_schema(self.schema_path)
-        check_data_dir(self.data_dir, schema, self.schema_path)
+        if is_remote(self.data_dir):
+            # Not reachable from here: CsvExampleGen reads and checks it where it runs.
+            if not self.data_dir.startswith("gs://"):
+                raise ConfigError(f"data_dir={self.data_dir!r}: expected a local folder or a "
+                                  "gs:// folder of CSV files")
+        else:
+            check_data_dir(self.data_dir, schema, self.schema_path)
         return self
+
+
+def is_remote(path: str) -> bool:
+    """A URL (gs://, s3://, ...) rather than a path on this machine."""
+    return "://" in path
 
 
 def _positive_int(name: str, value: object) -> None:
@@ -219,7 +230,8 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: object) -> Pipel
     for var, field in (("PIPELINE_NAME", "pipeline_name"), ("DATA_DIR", "data_dir"),
                        ("OUTPUT_DIR", "output_dir"), ("SCHEMA_PATH", "schema_path")):
         if env.get(var):
-            values[field] = env[var] if field == "pipeline_name" else os.path.abspath(env[var])
+            keep = field == "pipeline_name" or is_remote(env[var])
+            values[field] = env[var] if keep else os.path.abspath(env[var])
     for var, field in _ENV_INTS.items():
         if env.get(var):
             values[field] = _env_int(var, env[var])

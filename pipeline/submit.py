@@ -1,0 +1,144 @@
+"""Submits a compiled pipeline to Vertex AI Pipelines or to a Kubeflow Pipelines 2 endpoint.
+
+    python -m pipeline.submit --target vertex [--config cloud.toml] [--dry-run]
+    python -m pipeline.submit --target kfp --host http://localhost:8080 [--dry-run]
+
+The pipeline file is the one `make compile` wrote (build/<pipeline_name>.json). Credentials
+come only from Application Default Credentials or the environment (the SDKs find them); nothing
+secret is read from flags, written to disk or printed. --dry-run builds the same request
+objects with the real SDKs and prints them, without any network call.
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from typing import Any
+
+from pipeline import cloud_config
+from pipeline.kubeflow_v2_runner import DEFAULT_OUTPUT_DIR
+from pipeline.pipeline_config import ConfigError
+
+
+def _pipeline_file(cloud: cloud_config.CloudConfig, path: str | None) -> str:
+    path = path or os.path.join(DEFAULT_OUTPUT_DIR, f"{cloud.pipeline_name}.json")
+    if not os.path.isfile(path):
+        raise ConfigError(f"pipeline file {path!r} does not exist: run `make compile` first "
+                          "(or pass --pipeline-file)")
+    return path
+
+
+def vertex_job(cloud: cloud_config.CloudConfig, pipeline_file: str, dry_run: bool):
+    """The aiplatform PipelineJob, with the service account and network `submit` would set."""
+    from google.cloud import aiplatform
+
+    credentials = None
+    if dry_run:  # no lookup of Application Default Credentials, no call
+        from google.auth.credentials import AnonymousCredentials
+
+        credentials = AnonymousCredentials()
+    job = aiplatform.PipelineJob(
+        display_name=cloud.pipeline_name,
+        template_path=pipeline_file,
+        pipeline_root=f"{cloud.output_dir}/pipeline_root",
+        project=cloud.project,
+        location=cloud.region,
+        enable_caching=True,
+        credentials=credentials,
+    )
+    if cloud.service_account:
+        job._gca_resource.service_account = cloud.service_account
+    if cloud.network:
+        job._gca_resource.network = cloud.network
+    return job
+
+
+def describe_vertex(job) -> dict[str, Any]:
+    resource = job._gca_resource
+    body = json.loads(type(resource).to_json(resource))
+    return {"parent": job._parent, "pipeline_job_id": job.job_id, "pipeline_job": body}
+
+
+def kfp_package(pipeline_file: str, directory: str) -> str:
+    """KFP's client reads a PipelineSpec; the compiled file is a PipelineJob holding one."""
+    with open(pipeline_file, encoding="utf-8") as f:
+        job = json.load(f)
+    path = os.path.join(directory, "pipeline_spec.yaml")  # JSON is YAML; kfp wants the suffix
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(job["pipelineSpec"], f)
+    return path
+
+
+def kfp_run_request(client, cloud: cloud_config.CloudConfig, package: str, experiment_id: str):
+    """The V2beta1Run body `create_run_from_pipeline_package` sends, built by the kfp client."""
+    import kfp_server_api
+
+    job_config = client._create_job_config(
+        params={}, pipeline_package_path=package, pipeline_id=None, version_id=None,
+        enable_caching=True, cache_key="", pipeline_root=f"{cloud.output_dir}/pipeline_root")
+    return kfp_server_api.V2beta1Run(
+        experiment_id=experiment_id, display_name=cloud.pipeline_name,
+        pipeline_spec=job_config.pipeline_spec, runtime_config=job_config.runtime_config,
+        service_account=cloud.service_account or None)
+
+
+def submit_kfp(cloud: cloud_config.CloudConfig, pipeline_file: str, host: str,
+               experiment: str, dry_run: bool) -> dict[str, Any]:
+    import kfp
+
+    with tempfile.TemporaryDirectory() as tmp:
+        package = kfp_package(pipeline_file, tmp)
+        if dry_run:
+            # kfp.Client.__init__ asks the endpoint for its health; the request body needs no
+            # connection, so the dry run uses a client that never connected.
+            offline = kfp.Client.__new__(kfp.Client)
+            request = kfp_run_request(offline, cloud, package,
+                                      experiment_id=f"<id of experiment {experiment!r}>")
+            return {"host": host, "experiment": experiment, "run": request.to_dict()}
+        client = kfp.Client(host=host)
+        result = client.create_run_from_pipeline_package(
+            package, arguments={}, run_name=cloud.pipeline_name, experiment_name=experiment,
+            pipeline_root=f"{cloud.output_dir}/pipeline_root", enable_caching=True,
+            service_account=cloud.service_account or None)
+        return {"host": host, "experiment": experiment, "run_id": result.run_id}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="Submit the compiled pipeline.")
+    parser.add_argument("--target", choices=("vertex", "kfp"), required=True)
+    parser.add_argument("--config", default=os.environ.get("CLOUD_CONFIG"),
+                        help="cloud settings (TOML); see pipeline/cloud.example.toml")
+    parser.add_argument("--pipeline-file", help="default: build/<pipeline_name>.json")
+    parser.add_argument("--host", help="Kubeflow Pipelines endpoint (default: kfp_host / "
+                        "$KFP_HOST)")
+    parser.add_argument("--experiment", default="taxi-tpu", help="KFP experiment name")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="build and print the request; send nothing")
+    args = parser.parse_args(argv)
+    try:
+        cloud = cloud_config.load(args.config)
+        pipeline_file = _pipeline_file(cloud, args.pipeline_file)
+        if args.target == "vertex":
+            job = vertex_job(cloud, pipeline_file, args.dry_run)
+            if args.dry_run:
+                print(json.dumps(describe_vertex(job), indent=2))
+                return 0
+            job.submit(service_account=cloud.service_account or None,
+                       network=cloud.network or None)
+            print(f"Submitted {job.resource_name}")
+            return 0
+        host = args.host or cloud.kfp_host
+        if not host:
+            raise ConfigError("no Kubeflow Pipelines endpoint: pass --host or set kfp_host "
+                              "(KFP_HOST), e.g. http://localhost:8080")
+        report = submit_kfp(cloud, pipeline_file, host, args.experiment, args.dry_run)
+        print(json.dumps(report, indent=2, default=str))
+        return 0
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

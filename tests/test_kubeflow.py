@@ -1,0 +1,267 @@
+"""The DAG compiled for Kubeflow Pipelines 2 / Vertex AI, and submitted, without Google Cloud.
+
+Compilation is TFX's real KubeflowV2DagRunner; the compiled file is parsed back with the
+kfp-pipeline-spec protos. Submission builds the real aiplatform / kfp request objects. Google
+Cloud cannot be reached from here, so Vertex stops at the request (dry run, with sockets
+blocked to prove nothing is sent), while the KFP client makes a real HTTP call to a small
+server on 127.0.0.1 that records it.
+"""
+
+import http.server
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+
+import pytest
+from google.protobuf import json_format
+from kfp.pipeline_spec import pipeline_spec_pb2
+
+from pipeline import cloud_config, kubeflow_v2_runner, submit
+from pipeline.pipeline_config import REPO_ROOT, ConfigError
+
+NODES = {"CsvExampleGen", "StatisticsGen", "ImportSchemaGen", "ExampleValidator", "AnomalyGate",
+         "Transform", "Trainer", "Evaluator", "Pusher",
+         "baseline_resolver-model-resolver", "baseline_resolver-model-blessing-resolver"}
+CLOUD = {
+    "GCP_PROJECT": "my-ml-project",
+    "GCP_REGION": "us-central1",
+    "GCS_BUCKET": "gs://my-ml-bucket",
+    "DATA_URI": "gs://my-ml-bucket/data",
+    "PIPELINE_IMAGE": "us-docker.pkg.dev/my-ml-project/tfx/taxi-tpu:1.0",
+}
+TPU_IMAGE = "us-docker.pkg.dev/my-ml-project/tfx/taxi-tpu-trainer:1.0"
+
+
+@pytest.fixture
+def cloud_env(monkeypatch):
+    for var in ("TPU_TYPE", "TPU_TRAINER_IMAGE", "BEAM_RUNNER", "SERVICE_ACCOUNT", "VPC_NETWORK",
+                "KFP_HOST", "CLOUD_CONFIG", "PIPELINE_NAME", "TRAIN_STEPS"):
+        monkeypatch.delenv(var, raising=False)
+    for var, value in CLOUD.items():
+        monkeypatch.setenv(var, value)
+    return monkeypatch
+
+
+def _compile(tmp_path) -> tuple[dict, pipeline_spec_pb2.PipelineSpec]:
+    path = kubeflow_v2_runner.compile_pipeline(cloud_config.load(), str(tmp_path))
+    with open(path, encoding="utf-8") as f:
+        job = json.load(f)
+    return job, json_format.ParseDict(job["pipelineSpec"], pipeline_spec_pb2.PipelineSpec())
+
+
+def _executor(spec: pipeline_spec_pb2.PipelineSpec, node: str):
+    return spec.deployment_spec["executors"][f"{node}_executor"]["container"]
+
+
+def _parameter(spec: pipeline_spec_pb2.PipelineSpec, node: str, name: str) -> str:
+    task = spec.root.dag.tasks[node]
+    return task.inputs.parameters[name].runtime_value.constant_value.string_value
+
+
+def test_compiled_spec_holds_every_component_with_its_dependencies(cloud_env, tmp_path):
+    job, spec = _compile(tmp_path)
+    tasks = spec.root.dag.tasks
+    assert set(tasks) == NODES
+    depends = {name: set(task.dependent_tasks) for name, task in tasks.items()}
+    assert depends["StatisticsGen"] == {"CsvExampleGen"}
+    assert depends["ExampleValidator"] == {"StatisticsGen", "ImportSchemaGen"}
+    assert depends["AnomalyGate"] == {"ExampleValidator", "StatisticsGen"}
+    assert depends["Transform"] == {"AnomalyGate", "CsvExampleGen", "ImportSchemaGen"}
+    assert depends["Trainer"] == {"Transform", "ImportSchemaGen"}
+    assert {"Trainer", "CsvExampleGen", "baseline_resolver-model-resolver"} <= depends[
+        "Evaluator"]
+    assert depends["Pusher"] == {"Evaluator", "Trainer"}
+
+    assert spec.pipeline_info.name == "taxi-tpu"
+    assert job["runtimeConfig"]["gcsOutputDirectory"] == "gs://my-ml-bucket/taxi-tpu/pipeline_root"
+    for node in ("CsvExampleGen", "Transform", "Trainer", "AnomalyGate", "Pusher"):
+        assert _executor(spec, node)["image"] == CLOUD["PIPELINE_IMAGE"]
+    # Files are read inside the image, data from GCS; Beam runs in the container by default.
+    assert _parameter(spec, "ImportSchemaGen", "schema_file") == "/pipeline/schemas/schema.pbtxt"
+    assert _parameter(spec, "CsvExampleGen", "input_base") == CLOUD["DATA_URI"]
+    assert "--direct_running_mode=multi_processing" in _executor(spec, "Transform")["args"]
+    push = json.loads(_parameter(spec, "Pusher", "push_destination"))
+    assert push["filesystem"]["base_directory"] == "gs://my-ml-bucket/taxi-tpu/serving_model"
+    # No TPU configured: the Trainer runs run_fn in the pipeline's own container.
+    assert "tfx.components.trainer.executor.GenericExecutor" in _executor(spec, "Trainer")["args"]
+
+
+@pytest.mark.parametrize("tpu,machine,accelerator,count", [
+    ("v5e-4", "ct5lp-hightpu-4t", "TPU_V5_LITEPOD", 4),
+    ("v3-8", "cloud-tpu", "TPU_V3", 8),
+])
+def test_tpu_training_runs_the_trainer_as_a_vertex_tpu_job(cloud_env, tmp_path, tpu, machine,
+                                                            accelerator, count):
+    from google.cloud.aiplatform_v1.types import custom_job
+
+    cloud_env.setenv("TPU_TYPE", tpu)
+    cloud_env.setenv("TPU_TRAINER_IMAGE", TPU_IMAGE)
+    cloud_env.setenv("SERVICE_ACCOUNT", "trainer@my-ml-project.iam.gserviceaccount.com")
+    _, spec = _compile(tmp_path)
+    args = _executor(spec, "Trainer")["args"]
+    assert "tfx.extensions.google_cloud_ai_platform.trainer.executor.GenericExecutor" in args
+    custom = json.loads(_parameter(spec, "Trainer", "custom_config"))
+    assert custom["ai_platform_enable_vertex"] is True
+    assert custom["ai_platform_vertex_region"] == "us-central1"
+    training = custom["ai_platform_training_args"]
+    [pool] = training["worker_pool_specs"]
+    assert pool["machine_spec"]["machine_type"] == machine
+    assert pool["machine_spec"]["accelerator_type"] == accelerator
+    assert pool["machine_spec"]["accelerator_count"] == count
+    assert pool["container_spec"]["image_uri"] == TPU_IMAGE
+    # run_fn is told a TPU is required: no silent CPU training on a TPU job.
+    trainer = custom["trainer_config"]
+    assert trainer["require_tpu"] is True and trainer["tpu_address"] == "local"
+    # The Vertex SDK accepts the job spec as it stands (accelerator enum, fields).
+    job_spec = custom_job.CustomJobSpec(
+        worker_pool_specs=training["worker_pool_specs"],
+        service_account=training["service_account"])
+    assert job_spec.worker_pool_specs[0].machine_spec.accelerator_count == count
+
+
+def test_dataflow_runner_from_the_same_config(cloud_env, tmp_path):
+    cloud_env.setenv("BEAM_RUNNER", "dataflow")
+    cloud_env.setenv("DATAFLOW_MAX_WORKERS", "8")
+    _, spec = _compile(tmp_path)
+    for node in ("CsvExampleGen", "StatisticsGen", "Transform", "Evaluator"):
+        args = _executor(spec, node)["args"]
+        assert {"--runner=DataflowRunner", "--project=my-ml-project", "--region=us-central1",
+                "--temp_location=gs://my-ml-bucket/taxi-tpu/tmp",
+                "--machine_type=n1-standard-4", "--max_num_workers=8",
+                f"--sdk_container_image={CLOUD['PIPELINE_IMAGE']}"} <= set(args), args
+
+
+@pytest.mark.parametrize("env,message", [
+    ({"GCP_PROJECT": ""}, "missing cloud setting(s): project (GCP_PROJECT)"),
+    ({"GCS_BUCKET": "my-ml-bucket"}, "bucket='my-ml-bucket' (GCS_BUCKET"),
+    ({"GCS_BUCKET": "gs://YOUR-BUCKET"}, "replace the placeholder"),
+    ({"TPU_TYPE": "v9-8"}, "tpu='v9-8' (TPU_TYPE"),
+    ({"TPU_TYPE": "v3-8"}, "tpu_trainer_image='' (TPU_TRAINER_IMAGE"),
+    ({"PIPELINE_IMAGE": "taxi-tpu"}, "pipeline_image='taxi-tpu'"),
+    ({"PIPELINE_NAME": "Taxi_TPU"}, "pipeline_name='Taxi_TPU'"),
+    ({"DATAFLOW_MAX_WORKERS": "many"}, "dataflow_max_workers='many'"),
+    ({"BEAM_RUNNER": "spark"}, "beam_runner='spark'"),
+])
+def test_cloud_settings_are_checked(cloud_env, env, message):
+    for var, value in env.items():
+        cloud_env.setenv(var, value)
+    with pytest.raises(ConfigError) as error:
+        cloud_config.load()
+    assert message in str(error.value)
+
+
+def test_example_config_file_refuses_its_placeholders(cloud_env):
+    for var in CLOUD:
+        cloud_env.delenv(var)
+    with pytest.raises(ConfigError, match="replace the placeholder"):
+        cloud_config.load(os.path.join(REPO_ROOT, "pipeline", "cloud.example.toml"))
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError(f"network call attempted: {args[1:]}")
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt to open a connection fails the test."""
+    monkeypatch.setattr(socket.socket, "connect", _refuse)
+    monkeypatch.setattr(socket, "create_connection", _refuse)
+
+
+def test_vertex_dry_run_builds_the_pipeline_job_request(cloud_env, tmp_path, capsys, no_network):
+    cloud_env.setenv("SERVICE_ACCOUNT", "pipelines@my-ml-project.iam.gserviceaccount.com")
+    cloud_env.setenv("VPC_NETWORK", "projects/123456/global/networks/ml")
+    path = kubeflow_v2_runner.compile_pipeline(cloud_config.load(), str(tmp_path))
+    capsys.readouterr()
+    code = submit.main(["--target", "vertex", "--dry-run", "--pipeline-file", path])
+    assert code == 0
+    request = json.loads(capsys.readouterr().out)
+    assert request["parent"] == "projects/my-ml-project/locations/us-central1"
+    assert request["pipeline_job_id"].startswith("taxi-tpu-")
+    job = request["pipeline_job"]
+    assert job["serviceAccount"] == "pipelines@my-ml-project.iam.gserviceaccount.com"
+    assert job["network"] == "projects/123456/global/networks/ml"
+    assert job["runtimeConfig"]["gcsOutputDirectory"] == "gs://my-ml-bucket/taxi-tpu/pipeline_root"
+    assert set(job["pipelineSpec"]["root"]["dag"]["tasks"]) == NODES
+
+
+class _KfpApi(http.server.BaseHTTPRequestHandler):
+    """Answers the KFP v2beta1 calls the client makes and records each request."""
+
+    requests: list[tuple[str, str, dict]] = []
+
+    def _reply(self, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):  # noqa: N802
+        self.requests.append(("GET", self.path, {}))
+        self._reply({"experiments": []} if "/experiments" in self.path else {})
+
+    def do_POST(self):  # noqa: N802
+        length = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        self.requests.append(("POST", self.path, body))
+        if self.path.startswith("/apis/v2beta1/experiments"):
+            self._reply({"experiment_id": "exp-1", "display_name": body.get("display_name")})
+        else:
+            self._reply({"run_id": "run-1", "display_name": body.get("display_name"),
+                         "experiment_id": body.get("experiment_id")})
+
+    def log_message(self, *args):
+        pass
+
+
+def test_kfp_submit_makes_a_real_call_to_the_endpoint(cloud_env, tmp_path, capsys):
+    path = kubeflow_v2_runner.compile_pipeline(cloud_config.load(), str(tmp_path))
+    _KfpApi.requests = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KfpApi)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        host = f"http://127.0.0.1:{server.server_address[1]}"
+        code = submit.main(["--target", "kfp", "--host", host, "--pipeline-file", path,
+                            "--experiment", "taxi"])
+    finally:
+        server.shutdown()
+    assert code == 0
+    assert '"run_id": "run-1"' in capsys.readouterr().out
+    posts = {p: body for method, p, body in _KfpApi.requests if method == "POST"}
+    assert posts["/apis/v2beta1/experiments"]["display_name"] == "taxi"
+    run = posts["/apis/v2beta1/runs"]
+    assert run["display_name"] == "taxi-tpu" and run["experiment_id"] == "exp-1"
+    assert run["runtime_config"]["pipeline_root"] == "gs://my-ml-bucket/taxi-tpu/pipeline_root"
+    assert set(run["pipeline_spec"]["root"]["dag"]["tasks"]) == NODES
+
+
+def test_kfp_dry_run_sends_nothing(cloud_env, tmp_path, capsys, no_network):
+    path = kubeflow_v2_runner.compile_pipeline(cloud_config.load(), str(tmp_path))
+    capsys.readouterr()
+    code = submit.main(["--target", "kfp", "--host", "http://127.0.0.1:9", "--dry-run",
+                        "--pipeline-file", path])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["run"]["display_name"] == "taxi-tpu"
+    assert set(report["run"]["pipeline_spec"]["root"]["dag"]["tasks"]) == NODES
+
+
+def test_tfx_cli_compiles_for_vertex(cloud_env, tmp_path):
+    env = dict(os.environ, VERTEX_HOME=str(tmp_path / "vertex_home"), TF_CPP_MIN_LOG_LEVEL="2",
+               BUILD_DIR=str(tmp_path / "build"))
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env["PATH"]
+    tfx = shutil.which("tfx", path=env["PATH"])
+    result = subprocess.run(
+        [tfx, "pipeline", "compile", "--engine", "vertex", "--pipeline_path",
+         os.path.join(REPO_ROOT, "pipeline", "kubeflow_v2_runner.py")],
+        env=env, capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert "Pipeline taxi-tpu compiled successfully" in result.stdout
+    with open(tmp_path / "build" / "taxi-tpu.json", encoding="utf-8") as f:
+        json_format.ParseDict(json.load(f)["pipelineSpec"], pipeline_spec_pb2.PipelineSpec())
