@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # The tfx CLI finds its engines with `pip freeze`: the venv (with pip in it) comes first.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: venv run test test-e2e tpu-check schema lint lock clean
+.PHONY: venv run test test-e2e tpu-check schema lint lock clean compile submit image image-tpu
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,27 @@ tpu-check: venv
 # A freshly inferred schema next to the curated one, for review.
 schema: venv
 	$(BIN)/python -m pipeline.infer_schema $(if $(DATA_DIR),--data-dir "$(DATA_DIR)")
+
+# Kubeflow Pipelines 2 / Vertex AI: settings from CLOUD_CONFIG (a TOML file, see
+# pipeline/cloud.example.toml) and/or environment variables.
+compile: venv
+	$(BIN)/python pipeline/kubeflow_v2_runner.py $(if $(CLOUD_CONFIG),--config "$(CLOUD_CONFIG)")
+
+# TARGET=vertex (default) or kfp; DRY_RUN=1 prints the request and sends nothing.
+TARGET ?= vertex
+submit: compile
+	$(BIN)/python -m pipeline.submit --target $(TARGET) \
+		$(if $(CLOUD_CONFIG),--config "$(CLOUD_CONFIG)") $(if $(DRY_RUN),--dry-run)
+
+image:
+	@test -n "$(PIPELINE_IMAGE)" || { echo "set PIPELINE_IMAGE, e.g. us-docker.pkg.dev/<project>/tfx/taxi-tpu:1.0"; exit 2; }
+	docker build -t "$(PIPELINE_IMAGE)" -f Dockerfile .
+	docker push "$(PIPELINE_IMAGE)"
+
+image-tpu:
+	@test -n "$(TPU_TRAINER_IMAGE)" || { echo "set TPU_TRAINER_IMAGE, e.g. us-docker.pkg.dev/<project>/tfx/taxi-tpu-trainer:1.0"; exit 2; }
+	docker build -t "$(TPU_TRAINER_IMAGE)" -f Dockerfile.tpu .
+	docker push "$(TPU_TRAINER_IMAGE)"
 
 lint: venv
 	$(BIN)/ruff check pipeline trainer_module tests

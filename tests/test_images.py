@@ -1,0 +1,96 @@
+"""The container images, checked without a Docker engine: what they copy exists, what they
+install matches the lock, and the module paths the components load are inside them."""
+
+import ast
+import importlib.util
+import os
+import re
+
+import pytest
+
+from pipeline import dag, kubeflow_v2_runner
+from pipeline.pipeline_config import REPO_ROOT
+
+DOCKERFILES = ("Dockerfile", "Dockerfile.tpu")
+# Modules a component imports at run time inside the images (the compile-time tools, such as
+# the cloud config reader and the submitter, run on the user's machine).
+RUNTIME_PACKAGES = ("trainer_module",)
+RUNTIME_MODULES = ("pipeline/dag.py", "pipeline/anomaly_gate.py", "pipeline/baseline_resolver.py",
+                   "pipeline/pipeline_config.py")
+
+
+def _read(name: str) -> str:
+    with open(os.path.join(REPO_ROOT, name), encoding="utf-8") as f:
+        return f.read()
+
+
+def _lock() -> dict[str, str]:
+    return dict(re.findall(r"^([a-z0-9_.-]+)==([^\s]+)$", _read("requirements.lock"), re.M))
+
+
+def _instructions(dockerfile: str, keyword: str) -> list[list[str]]:
+    text = _read(dockerfile).replace("\\\n", " ")
+    return [line.split()[1:] for line in text.splitlines() if line.startswith(keyword + " ")]
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
+def test_every_copied_path_exists_and_lands_where_the_pipeline_looks(dockerfile):
+    copies = _instructions(dockerfile, "COPY")
+    for *sources, _ in copies:
+        for source in sources:
+            assert os.path.exists(os.path.join(REPO_ROOT, source)), (dockerfile, source)
+    [[workdir]] = _instructions(dockerfile, "WORKDIR")
+    assert workdir == kubeflow_v2_runner.IMAGE_PROJECT_DIR
+    copied = {os.path.normpath(os.path.join(workdir, dest)) for *_, dest in copies}
+    for package in ("pipeline", "trainer_module", "schemas"):
+        assert os.path.join(workdir, package) in copied, (dockerfile, package)
+    assert ["PYTHONPATH=/pipeline"] in _instructions(dockerfile, "ENV")
+
+
+def test_component_module_paths_resolve_to_copied_files():
+    for dotted in (dag.PREPROCESSING_FN, dag.RUN_FN, "pipeline.anomaly_gate.AnomalyGate"):
+        module, _, attribute = dotted.rpartition(".")
+        spec = importlib.util.find_spec(module)
+        assert spec and spec.origin.startswith(REPO_ROOT), dotted
+        relative = os.path.relpath(spec.origin, REPO_ROOT)
+        assert relative.split(os.sep)[0] in ("pipeline", "trainer_module"), relative
+        assert hasattr(importlib.import_module(module), attribute), dotted
+
+
+def test_pipeline_image_is_the_tfx_release_the_lock_pins():
+    [[base]] = _instructions("Dockerfile", "FROM")
+    assert base == f"gcr.io/tfx-oss-public/tfx:{_lock()['tfx']}"
+
+
+def test_tpu_image_installs_the_locked_versions_and_the_matching_tensorflow_tpu():
+    [[base]] = _instructions("Dockerfile.tpu", "FROM")
+    assert base.startswith("python:3.10")
+    lock = _lock()
+    pins = dict(re.findall(r"^([a-z0-9_.-]+)(?:\[[a-z,]+\])?==([^\s]+)$",
+                           _read("docker/requirements-tpu.txt"), re.M))
+    assert {"tfx", "tensorflow", "tensorflow-transform", "apache-beam"} <= set(pins)
+    for name, version in pins.items():
+        assert lock[name] == version, f"{name}: image {version}, lock {lock[name]}"
+    [tpu_version] = re.findall(r"tensorflow-tpu==([0-9.]+)", _read("Dockerfile.tpu"))
+    assert tpu_version == lock["tensorflow"]
+    assert "libtpu" in _read("Dockerfile.tpu")
+
+
+def test_code_that_runs_in_the_images_is_python_3_10():
+    """The TFX 1.16 images run Python 3.10; the venv here is 3.11."""
+    paths = list(RUNTIME_MODULES)
+    for package in RUNTIME_PACKAGES:
+        paths += [os.path.join(package, n) for n in os.listdir(os.path.join(REPO_ROOT, package))
+                  if n.endswith(".py")]
+    for path in paths:
+        tree = ast.parse(_read(path), filename=path, feature_version=(3, 10))
+        imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                    if isinstance(node, ast.Import | ast.ImportFrom)
+                    for alias in (node.names if isinstance(node, ast.Import)
+                                  else [ast.alias(node.module or "")])}
+        assert not imported & {"tomllib", "wsgiref.types"}, (path, imported)
+
+
+def test_dockerignore_keeps_local_state_out_of_the_images():
+    ignored = set(_read(".dockerignore").split())
+    assert {".venv", "output", "build", "cloud.toml"} <= ignored
