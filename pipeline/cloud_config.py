@@ -149,7 +149,8 @@ class CloudConfig:
         )
 
     def vertex_training_args(self) -> dict[str, Any] | None:
-        """The Vertex AI CustomJob spec the Trainer submits when a TPU is configured."""
+        """The Vertex AI CustomJob the Trainer submits when a TPU is configured (TFX's
+        `ai_platform_training_args`: the project, and the CustomJobSpec as `job_spec`)."""
         if not self.tpu:
             return None
         machine_type, accelerator, count, topology = TPU_MACHINES[self.tpu]
@@ -158,8 +159,7 @@ class CloudConfig:
                                         "accelerator_count": count}
         if topology:
             machine_spec["tpu_topology"] = topology
-        args: dict[str, Any] = {
-            "project": self.project,
+        job_spec: dict[str, Any] = {
             "worker_pool_specs": [{
                 "machine_spec": machine_spec,
                 "replica_count": 1,
@@ -167,10 +167,10 @@ class CloudConfig:
             }],
         }
         if self.service_account:
-            args["service_account"] = self.service_account
+            job_spec["service_account"] = self.service_account
         if self.network:
-            args["network"] = self.network
-        return args
+            job_spec["network"] = self.network
+        return {"project": self.project, "job_spec": job_spec}
 
 
 def _error(name: str, value: object, form: str) -> ConfigError:

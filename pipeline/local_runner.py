@@ -14,6 +14,7 @@ is using the same output dir (nothing ran).
 import argparse
 import logging as py_logging
 import os
+import re
 import sys
 
 from pipeline import run_lock, run_summary
@@ -75,6 +76,32 @@ def main(argv: list[str]) -> int:
         return 3
 
 
+class ComponentProgress(py_logging.Handler):
+    """Prints each component as it starts and finishes, with its duration.
+
+    The local orchestrator logs "Component X is running." / "... is finished." through absl;
+    those lines are what a person watching a run wants, without the rest of the INFO log.
+    """
+
+    _EVENT = re.compile(r"^Component (\S+) is (running|finished)\.$")
+
+    def __init__(self) -> None:
+        super().__init__(py_logging.INFO)
+        self._started: dict[str, float] = {}
+
+    def emit(self, record: py_logging.LogRecord) -> None:
+        match = self._EVENT.match(record.getMessage())
+        if not match:
+            return
+        node, event = match.groups()
+        if event == "running":
+            self._started[node] = record.created
+            print(f"→ {node} started", flush=True)
+        else:
+            seconds = record.created - self._started.pop(node, record.created)
+            print(f"✓ {node} finished in {seconds:.1f} s", flush=True)
+
+
 def _run_dag(config: PipelineConfig) -> None:
     from absl import logging
     from tfx import v1 as tfx
@@ -82,7 +109,12 @@ def _run_dag(config: PipelineConfig) -> None:
     from pipeline import dag
 
     logging.set_verbosity(logging.INFO)
-    tfx.orchestration.LocalDagRunner().run(dag.create_pipeline(config))
+    progress = ComponentProgress()
+    py_logging.getLogger("absl").addHandler(progress)
+    try:
+        tfx.orchestration.LocalDagRunner().run(dag.create_pipeline(config))
+    finally:
+        py_logging.getLogger("absl").removeHandler(progress)
 
 
 def _run(config: PipelineConfig) -> int:

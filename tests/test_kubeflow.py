@@ -108,7 +108,8 @@ def test_tpu_training_runs_the_trainer_as_a_vertex_tpu_job(cloud_env, tmp_path, 
     assert custom["ai_platform_enable_vertex"] is True
     assert custom["ai_platform_vertex_region"] == "us-central1"
     training = custom["ai_platform_training_args"]
-    [pool] = training["worker_pool_specs"]
+    assert training["project"] == "my-ml-project"
+    [pool] = training["job_spec"]["worker_pool_specs"]
     assert pool["machine_spec"]["machine_type"] == machine
     assert pool["machine_spec"]["accelerator_type"] == accelerator
     assert pool["machine_spec"]["accelerator_count"] == count
@@ -117,10 +118,9 @@ def test_tpu_training_runs_the_trainer_as_a_vertex_tpu_job(cloud_env, tmp_path, 
     trainer = custom["trainer_config"]
     assert trainer["require_tpu"] is True and trainer["tpu_address"] == "local"
     # The Vertex SDK accepts the job spec as it stands (accelerator enum, fields).
-    job_spec = custom_job.CustomJobSpec(
-        worker_pool_specs=training["worker_pool_specs"],
-        service_account=training["service_account"])
+    job_spec = custom_job.CustomJobSpec(**training["job_spec"])
     assert job_spec.worker_pool_specs[0].machine_spec.accelerator_count == count
+    assert job_spec.service_account == "trainer@my-ml-project.iam.gserviceaccount.com"
 
 
 def test_dataflow_runner_from_the_same_config(cloud_env, tmp_path):
