@@ -11,7 +11,8 @@ from tfx import v1 as tfx
 
 from pipeline.anomaly_gate import AnomalyGate
 from pipeline.baseline_resolver import baseline_resolver
-from pipeline.pipeline_config import REPO_ROOT, ConfigError, PipelineConfig
+from pipeline.pipeline_config import REPO_ROOT, ConfigError, PipelineConfig, is_remote
+from pipeline.staged_pusher import StagedPusher
 from trainer_module import features
 
 PREPROCESSING_FN = "trainer_module.preprocessing.preprocessing_fn"
@@ -163,13 +164,15 @@ def create_pipeline(config: PipelineConfig,
         baseline_model=model_resolver.outputs["model"],
         eval_config=eval_config(config),
     )
-    pusher = tfx.components.Pusher(
+    # On a local disk a new version appears whole (staged, then renamed into place).
+    pusher_class = tfx.components.Pusher if is_remote(config.serving_model_dir) else StagedPusher
+    pusher = pusher_class(
         model=trainer.outputs["model"],
         model_blessing=evaluator.outputs["blessing"],
         push_destination=tfx.proto.PushDestination(
             filesystem=tfx.proto.PushDestination.Filesystem(
                 base_directory=config.serving_model_dir)),
-    )
+    ).with_id("Pusher")
     return tfx.dsl.Pipeline(
         pipeline_name=config.pipeline_name,
         pipeline_root=config.pipeline_root,

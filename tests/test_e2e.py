@@ -197,6 +197,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     assert len(new_versions) == 1, os.listdir(serving)
     assert {k: v for k, v in _tree(serving).items() if k.startswith(version)} == served
     assert _serve(serving / new_versions[0], rows).shape == (20, 1)
+    assert not os.path.exists(str(serving) + ".staging")
     _assert_store_consistent(metadata)
 
     # 6. Bad data: the AnomalyGate fails the run and the serving dir keeps exactly its files.

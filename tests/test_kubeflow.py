@@ -84,6 +84,8 @@ def test_compiled_spec_holds_every_component_with_its_dependencies(cloud_env, tm
     assert _parameter(spec, "ImportSchemaGen", "schema_file") == "/pipeline/schemas/schema.pbtxt"
     assert _parameter(spec, "CsvExampleGen", "input_base") == CLOUD["DATA_URI"]
     assert "--direct_running_mode=multi_processing" in _executor(spec, "Transform")["args"]
+    # gs:// has no atomic rename: TFX's own Pusher (saved_model.pb copied last).
+    assert "tfx.components.pusher.executor.Executor" in _executor(spec, "Pusher")["args"]
     push = json.loads(_parameter(spec, "Pusher", "push_destination"))
     assert push["filesystem"]["base_directory"] == "gs://my-ml-bucket/taxi-tpu/serving_model"
     # No TPU configured: the Trainer runs run_fn in the pipeline's own container.

@@ -1,0 +1,50 @@
+"""A Pusher whose new model version appears in the serving dir whole, or not at all.
+
+TFX's Pusher copies the model straight into `<serving dir>/<version>/`: a run killed while it
+copies leaves a half-written version there. On a local filesystem this Pusher copies into
+`<serving dir>.staging/` (same filesystem, outside what a model server watches) and renames the
+finished copy into place, which is atomic. Leftovers of an interrupted push are removed before
+the next one. (Object stores such as gs:// have no atomic rename: runners for them use TFX's
+Pusher, which writes saved_model.pb last so that TF Serving waits for a complete copy.)
+"""
+
+import os
+import shutil
+
+from tfx import v1 as tfx
+from tfx.components.pusher import executor as pusher_executor
+from tfx.dsl.components.base import executor_spec
+from tfx.proto import pusher_pb2
+from tfx.types import artifact_utils
+from tfx.utils import proto_utils
+
+STAGING_SUFFIX = ".staging"
+
+
+class StagedPusherExecutor(pusher_executor.Executor):
+    def Do(self, input_dict, output_dict, exec_properties) -> None:  # noqa: N802 (TFX API)
+        destination = pusher_pb2.PushDestination()
+        proto_utils.json_to_proto(exec_properties["push_destination"], destination)
+        serving_dir = destination.filesystem.base_directory
+        staging_dir = serving_dir.rstrip("/") + STAGING_SUFFIX
+        shutil.rmtree(staging_dir, ignore_errors=True)  # an interrupted push's leftovers
+        destination.filesystem.base_directory = staging_dir
+        staged = dict(exec_properties,
+                      push_destination=proto_utils.proto_to_json(destination))
+        super().Do(input_dict, output_dict, staged)
+
+        pushed = artifact_utils.get_single_instance(output_dict["pushed_model"])
+        if pushed.get_int_custom_property("pushed") != 1:
+            return
+        version = pushed.get_string_custom_property("pushed_version")
+        os.makedirs(serving_dir, exist_ok=True)
+        final = os.path.join(serving_dir, version)
+        os.rename(os.path.join(staging_dir, version), final)
+        shutil.rmtree(staging_dir, ignore_errors=True)
+        pushed.set_string_custom_property("pushed_destination", final)
+
+
+class StagedPusher(tfx.components.Pusher):
+    """tfx.components.Pusher with StagedPusherExecutor (filesystem destinations only)."""
+
+    EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(StagedPusherExecutor)
