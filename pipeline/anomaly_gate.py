@@ -11,8 +11,9 @@ import os
 
 import tensorflow as tf
 from tensorflow_metadata.proto.v0 import anomalies_pb2, statistics_pb2
-from tfx import v1 as tfx
-from tfx.types import artifact_utils
+from tfx.dsl.component.experimental.annotations import InputArtifact
+from tfx.dsl.component.experimental.decorators import component
+from tfx.types import artifact_utils, standard_artifacts
 
 ANOMALIES_FILE = "SchemaDiff.pb"  # what ExampleValidator writes in each Split-<name> folder
 STATISTICS_FILE = "FeatureStats.pb"  # what StatisticsGen writes in each Split-<name> folder
@@ -55,11 +56,10 @@ def empty_splits(statistics_uri: str, split_names: list[str]) -> list[str]:
     return lines
 
 
-@tfx.dsl.components.component
+@component
 def AnomalyGate(
-    anomalies: tfx.dsl.components.InputArtifact[tfx.types.standard_artifacts.ExampleAnomalies],
-    statistics: tfx.dsl.components.InputArtifact[
-        tfx.types.standard_artifacts.ExampleStatistics],
+    anomalies: InputArtifact[standard_artifacts.ExampleAnomalies],
+    statistics: InputArtifact[standard_artifacts.ExampleStatistics],
 ) -> None:
     """Fails when the anomalies artifact holds any anomaly or a split has no examples."""
     splits = artifact_utils.decode_split_names(anomalies.split_names)

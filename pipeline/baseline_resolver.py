@@ -13,15 +13,20 @@ them use LatestBlessedModelStrategy.
 """
 
 from tfx import types
-from tfx import v1 as tfx
 from tfx.components.evaluator import constants as evaluator_constants
+from tfx.dsl.components.common.resolver import Resolver, ResolverStrategy
+from tfx.dsl.input_resolution.strategies.latest_blessed_model_strategy import (
+    LatestBlessedModelStrategy,
+)
+from tfx.types import standard_artifacts
+from tfx.types.channel import Channel
 
 MODEL_KEY = "model"
 BLESSING_KEY = "model_blessing"
 CANDIDATE_KEY = "candidate"
 
 
-class BlessedBeforeCandidateStrategy(tfx.dsl.experimental.ResolverStrategy):
+class BlessedBeforeCandidateStrategy(ResolverStrategy):
     """Newest blessed Model whose id is below the candidate's, with its ModelBlessing."""
 
     def resolve_artifacts(
@@ -46,19 +51,19 @@ class BlessedBeforeCandidateStrategy(tfx.dsl.experimental.ResolverStrategy):
         return result
 
 
-def baseline_resolver(candidate: types.BaseChannel, portable: bool = False) -> tfx.dsl.Resolver:
+def baseline_resolver(candidate: types.BaseChannel, portable: bool = False) -> Resolver:
     """The resolver node feeding the Evaluator's `baseline_model`.
 
     portable=True builds TFX's LatestBlessedModelStrategy resolver, the one Kubeflow/Vertex
     compile; otherwise the candidate-relative strategy above.
     """
     channels = {
-        MODEL_KEY: tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
-        BLESSING_KEY: tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
+        MODEL_KEY: Channel(type=standard_artifacts.Model),
+        BLESSING_KEY: Channel(type=standard_artifacts.ModelBlessing),
     }
     if portable:
-        strategy = tfx.dsl.experimental.LatestBlessedModelStrategy
+        strategy = LatestBlessedModelStrategy
     else:
         strategy = BlessedBeforeCandidateStrategy
         channels[CANDIDATE_KEY] = candidate
-    return tfx.dsl.Resolver(strategy_class=strategy, **channels).with_id("baseline_resolver")
+    return Resolver(strategy_class=strategy, **channels).with_id("baseline_resolver")

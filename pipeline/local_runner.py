@@ -20,7 +20,7 @@ import sys
 from pipeline import run_lock, run_summary
 from pipeline.pipeline_config import ConfigError, PipelineConfig, from_env
 
-# TensorFlow and TFX take ~25 s to import: they load only after the settings and the output
+# TensorFlow and TFX take ~15 s to import: they load only after the settings and the output
 # dir's lock are checked, so a bad setting or a busy output dir is reported in about a second.
 
 
@@ -104,7 +104,7 @@ class ComponentProgress(py_logging.Handler):
 
 def _run_dag(config: PipelineConfig) -> None:
     from absl import logging
-    from tfx import v1 as tfx
+    from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
     from pipeline import dag
 
@@ -112,7 +112,7 @@ def _run_dag(config: PipelineConfig) -> None:
     progress = ComponentProgress()
     py_logging.getLogger("absl").addHandler(progress)
     try:
-        tfx.orchestration.LocalDagRunner().run(dag.create_pipeline(config))
+        LocalDagRunner().run(dag.create_pipeline(config))
     finally:
         py_logging.getLogger("absl").removeHandler(progress)
 

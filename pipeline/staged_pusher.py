@@ -11,7 +11,7 @@ Pusher, which writes saved_model.pb last so that TF Serving waits for a complete
 import os
 import shutil
 
-from tfx import v1 as tfx
+from tfx.components import Pusher
 from tfx.components.pusher import executor as pusher_executor
 from tfx.dsl.components.base import executor_spec
 from tfx.proto import pusher_pb2
@@ -44,7 +44,7 @@ class StagedPusherExecutor(pusher_executor.Executor):
         pushed.set_string_custom_property("pushed_destination", final)
 
 
-class StagedPusher(tfx.components.Pusher):
+class StagedPusher(Pusher):
     """tfx.components.Pusher with StagedPusherExecutor (filesystem destinations only)."""
 
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(StagedPusherExecutor)

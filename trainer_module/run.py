@@ -6,7 +6,7 @@ import time
 import tensorflow_transform as tft
 import tf_keras
 from absl import logging
-from tfx import v1 as tfx
+from tfx.components.trainer.fn_args_utils import FnArgs
 
 from trainer_module import data, export, model, strategy
 from trainer_module.config import TrainerConfig
@@ -56,7 +56,7 @@ def _warn_if_not_tpu_sized(per_replica: int, config: TrainerConfig) -> None:
                         ", ".join(odd))
 
 
-def check_tpu_paths(fn_args: tfx.components.FnArgs) -> None:
+def check_tpu_paths(fn_args: FnArgs) -> None:
     """A TPU's workers read and write through GCS only: local paths fail there, late and vaguely."""
     for name in ("model_run_dir", "serving_model_dir"):
         path = getattr(fn_args, name)
@@ -67,7 +67,7 @@ def check_tpu_paths(fn_args: tfx.components.FnArgs) -> None:
             )
 
 
-def run_fn(fn_args: tfx.components.FnArgs) -> None:
+def run_fn(fn_args: FnArgs) -> None:
     """TFX Trainer entry point (GenericExecutor)."""
     config = TrainerConfig.from_custom_config(fn_args.custom_config)
     dist = strategy.get_distribution_strategy(config)
