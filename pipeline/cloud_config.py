@@ -117,10 +117,6 @@ class CloudConfig:
     def output_dir(self) -> str:
         return f"{self.bucket.rstrip('/')}/{self.pipeline_name}"
 
-    @property
-    def tpu_machine(self) -> tuple[str, str, int, str] | None:
-        return TPU_MACHINES.get(self.tpu)
-
     def beam_pipeline_args(self) -> tuple[str, ...]:
         """DirectRunner in the component's container, or Dataflow workers."""
         if self.beam_runner == "direct":

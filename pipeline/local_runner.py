@@ -13,7 +13,6 @@ is using the same output dir (nothing ran).
 
 import argparse
 import logging as py_logging
-import os
 import re
 import sys
 
@@ -39,14 +38,15 @@ def parse_config(argv: list[str]) -> PipelineConfig:
 
 def check_local_batch(config: PipelineConfig) -> None:
     """Off-TPU, the Trainer runs here, so its replica count is known now: check the batch."""
-    trainer = config.trainer
-    if (not trainer.global_batch_size or trainer.tpu_required or trainer.tpu_address
-            or os.environ.get("TPU_NAME") or trainer.strategy == "multi_worker_mirrored"):
-        return
+    if not config.trainer.global_batch_size:
+        return  # per-replica batches divide by any replica count (and TensorFlow stays unloaded)
     from trainer_module import run, strategy
 
     try:
-        run.per_replica_batch_size(trainer, strategy.local_replica_count())
+        replicas = strategy.local_replica_count(config.trainer)
+        if replicas is None:
+            return  # on a TPU or across workers, run_fn checks it when it starts
+        run.per_replica_batch_size(config.trainer, replicas)
     except ValueError as e:
         raise ConfigError(f"trainer setting {e}") from e
 

@@ -7,6 +7,7 @@ value and the expected form, so a typo fails in a second instead of minutes into
 
 import csv
 import dataclasses
+import functools
 import glob
 import os
 import re
@@ -170,7 +171,21 @@ def check_data_dir(data_dir: str, schema: schema_pb2.Schema, schema_path: str) -
 
 
 def _scan_csv(path: str) -> tuple[list[str] | None, int]:
-    """(header, number of data rows) of a CSV file; ConfigError at the first malformed line."""
+    """(header, number of data rows) of a CSV file; ConfigError at the first malformed line.
+
+    Each runner validates its config and then `create_pipeline` validates it again: a file
+    whose size and modification time are unchanged is read once per process.
+    """
+    try:
+        stat = os.stat(path)
+    except OSError as e:
+        raise ConfigError(f"data file {path!r} cannot be read as CSV: {e}") from e
+    header, rows = _scan_csv_once(path, stat.st_size, stat.st_mtime_ns)
+    return (list(header) if header is not None else None), rows
+
+
+@functools.lru_cache(maxsize=256)
+def _scan_csv_once(path: str, size: int, mtime_ns: int) -> tuple[tuple[str, ...] | None, int]:
 
     def decoded_lines(f):
         for number, raw in enumerate(f, start=1):
@@ -201,7 +216,7 @@ def _scan_csv(path: str) -> tuple[list[str] | None, int]:
                 rows += 1
     except (OSError, csv.Error) as e:
         raise ConfigError(f"data file {path!r} cannot be read as CSV: {e}") from e
-    return header, rows
+    return tuple(header), rows
 
 
 _ENV_INTS = {"TRAIN_STEPS": "train_steps", "EVAL_STEPS": "eval_steps"}

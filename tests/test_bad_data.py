@@ -10,10 +10,9 @@ import dataclasses
 import io
 from collections.abc import Callable
 
-import ml_metadata as mlmd
 import pytest
-from ml_metadata.proto import metadata_store_pb2
 
+import mlmd_records
 import taxi_rows
 from pipeline import local_runner
 
@@ -94,19 +93,6 @@ CASES = {
 }
 
 
-def _node_states(metadata_path: str) -> dict[str, str]:
-    config = metadata_store_pb2.ConnectionConfig()
-    config.sqlite.filename_uri = metadata_path
-    store = mlmd.MetadataStore(config)
-    states = {}
-    for execution in store.get_executions():
-        for context in store.get_contexts_by_execution(execution.id):
-            if context.type == "node":
-                states[context.name.split(".", 1)[1]] = metadata_store_pb2.Execution.State.Name(
-                    execution.last_known_state)
-    return states
-
-
 @pytest.mark.parametrize("name", list(CASES))
 def test_bad_data_stops_before_the_trainer(name, tmp_path, monkeypatch, capsys):
     case = CASES[name]
@@ -129,7 +115,7 @@ def test_bad_data_stops_before_the_trainer(name, tmp_path, monkeypatch, capsys):
         return
     assert "the data does not match the schema" in err
     assert str(output / "pipeline_root" / "ExampleValidator" / "anomalies") in err
-    states = _node_states(str(output / "metadata" / "metadata.db"))
+    states = mlmd_records.execution_states(str(output / "metadata" / "metadata.db"))
     assert states["AnomalyGate"] == "FAILED", states
     assert not {"Transform", "Trainer", "Evaluator", "Pusher"} & set(states), states
 

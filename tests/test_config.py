@@ -87,7 +87,8 @@ def test_global_batch_is_checked_against_this_machines_replicas(monkeypatch):
     # Stands in for a machine with 3 GPUs, which this one does not have.
     from trainer_module import strategy
 
-    monkeypatch.setattr(strategy, "local_replica_count", lambda: 3)
+    monkeypatch.setattr(strategy.tf.config, "list_logical_devices",
+                        lambda kind: ["gpu"] * 3 if kind == "GPU" else ["cpu"])
     config = from_env({"GLOBAL_BATCH_SIZE": "512"})
     with pytest.raises(ConfigError, match=r"global_batch_size=512 is not divisible by the 3 "
                                           r"replicas.*e\.g\. 510 or 513"):

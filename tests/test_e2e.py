@@ -5,7 +5,6 @@ pushed SavedModel answering raw tf.Examples.
 """
 
 import csv
-import dataclasses
 import hashlib
 import os
 import re
@@ -16,12 +15,12 @@ import subprocess
 import sys
 import time
 
-import ml_metadata as mlmd
 import numpy as np
 import pytest
 import tensorflow as tf
 from ml_metadata.proto import metadata_store_pb2
 
+import mlmd_records
 import taxi_rows
 from pipeline.pipeline_config import REPO_ROOT
 from trainer_module import features
@@ -34,6 +33,9 @@ DATA_DEPENDENT = ("CsvExampleGen", "StatisticsGen", "ExampleValidator", "Anomaly
                   "Transform")
 UPSTREAM_OF_TRAINER = ("ImportSchemaGen",) + DATA_DEPENDENT
 TRAINER_ON = ("Trainer", "baseline_resolver", "Evaluator", "Pusher")
+# What a run records when only the Trainer's inputs or settings changed.
+FROM_TRAINER_ON = {**dict.fromkeys(UPSTREAM_OF_TRAINER, "CACHED"),
+                   **dict.fromkeys(TRAINER_ON, "COMPLETE")}
 BIN = os.path.dirname(sys.executable)
 RUNNER = os.path.join(REPO_ROOT, "pipeline", "local_runner.py")
 
@@ -43,47 +45,6 @@ def _env(output_dir, **extra) -> dict[str, str]:
            "MIN_EVAL_ACCURACY": "0.5", "TF_CPP_MIN_LOG_LEVEL": "2", **extra}
     env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
     return env
-
-
-def _store(metadata_path: str) -> mlmd.MetadataStore:
-    config = metadata_store_pb2.ConnectionConfig()
-    config.sqlite.filename_uri = metadata_path
-    return mlmd.MetadataStore(config)
-
-
-def _node_of(store: mlmd.MetadataStore, execution: metadata_store_pb2.Execution) -> str:
-    [node] = [c.name.split(".", 1)[1] for c in store.get_contexts_by_execution(execution.id)
-              if c.type == "node"]
-    return node
-
-
-def _execution_states(metadata_path: str) -> dict[str, str]:
-    """node id → state of its latest execution, straight from the MLMD store."""
-    store = _store(metadata_path)
-    return {_node_of(store, e): metadata_store_pb2.Execution.State.Name(e.last_known_state)
-            for e in sorted(store.get_executions(), key=lambda e: e.id)}
-
-
-@dataclasses.dataclass
-class RunRecord:
-    """One pipeline run as TFX recorded it in MLMD."""
-
-    states: dict[str, str]
-    component_seconds: float  # summed over the run's executions
-    span_seconds: float  # first execution registered → last execution updated
-
-
-def _latest_run(metadata_path: str) -> RunRecord:
-    store = _store(metadata_path)
-    run = max(store.get_contexts_by_type("pipeline_run"), key=lambda c: c.id)
-    executions = store.get_executions_by_context(run.id)
-    states = {_node_of(store, e): metadata_store_pb2.Execution.State.Name(e.last_known_state)
-              for e in executions}
-    seconds = [(e.last_update_time_since_epoch - e.create_time_since_epoch) / 1000
-               for e in executions]
-    span = (max(e.last_update_time_since_epoch for e in executions)
-            - min(e.create_time_since_epoch for e in executions)) / 1000
-    return RunRecord(states, sum(seconds), span)
 
 
 def _tree(directory) -> dict[str, str]:
@@ -135,7 +96,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     # 1. First run: every component executes; the model is blessed and pushed.
     result = _run_pipeline(data_dir, output)
     assert result.returncode == 0, result.stderr[-4000:]
-    first = _latest_run(metadata)
+    first = mlmd_records.latest_run(metadata)
     assert first.states == dict.fromkeys(NODES, "COMPLETE")
     [version] = os.listdir(serving)
     assert f"Pushed model: {serving / version}" in result.stdout
@@ -146,14 +107,14 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     assert np.all((probabilities >= 0) & (probabilities <= 1))
     assert len(np.unique(probabilities.round(6))) > 1  # a trained model, not a constant
     served = _tree(serving)
-    artifacts = len(_store(metadata).get_artifacts())
+    artifacts = len(mlmd_records.store(metadata).get_artifacts())
 
     # 2. Unchanged rerun: every component is served from the cache, nothing new is written.
     result = _run_pipeline(data_dir, output)
     assert result.returncode == 0, result.stderr[-4000:]
-    rerun = _latest_run(metadata)
+    rerun = mlmd_records.latest_run(metadata)
     assert rerun.states == {**dict.fromkeys(NODES, "CACHED"), "baseline_resolver": "COMPLETE"}
-    assert len(_store(metadata).get_artifacts()) == artifacts
+    assert len(mlmd_records.store(metadata).get_artifacts()) == artifacts
     assert rerun.span_seconds < 0.2 * first.component_seconds, (rerun, first)
     assert _tree(serving) == served
 
@@ -162,8 +123,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     #    says why.
     result = _run_pipeline(data_dir, output, TRAIN_STEPS="1")
     assert result.returncode == 0, result.stderr[-4000:]
-    assert _latest_run(metadata).states == {**dict.fromkeys(UPSTREAM_OF_TRAINER, "CACHED"),
-                                            **dict.fromkeys(TRAINER_ON, "COMPLETE")}
+    assert mlmd_records.latest_run(metadata).states == FROM_TRAINER_ON
     assert "Blessed: no" in result.stdout
     assert "overall: binary_accuracy changed by -" in result.stdout
     assert "Pushed model: none" in result.stdout
@@ -180,7 +140,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
         time.sleep(3)
         process.send_signal(signal.SIGKILL)
         assert process.wait(timeout=60) == -signal.SIGKILL
-    killed = _latest_run(metadata)
+    killed = mlmd_records.latest_run(metadata)
     assert killed.states == {**dict.fromkeys(DATA_DEPENDENT, "COMPLETE"),
                              "ImportSchemaGen": "CACHED", "Trainer": "RUNNING"}
     assert _tree(serving) == served
@@ -191,8 +151,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     result = _run_pipeline(data_dir, output, MAX_ACCURACY_REGRESSION="1")
     assert result.returncode == 0, result.stderr[-4000:]
     assert re.search(r"Marked Trainer \(execution \d+\) CANCELED", result.stdout)
-    assert _latest_run(metadata).states == {**dict.fromkeys(UPSTREAM_OF_TRAINER, "CACHED"),
-                                            **dict.fromkeys(TRAINER_ON, "COMPLETE")}
+    assert mlmd_records.latest_run(metadata).states == FROM_TRAINER_ON
     new_versions = sorted(set(os.listdir(serving)) - {version})
     assert len(new_versions) == 1, os.listdir(serving)
     assert {k: v for k, v in _tree(serving).items() if k.startswith(version)} == served
@@ -209,7 +168,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     result = _run_pipeline(data_dir, output)
     assert result.returncode == 1
     assert "[train] tips: Out-of-range values" in result.stderr
-    states = _latest_run(metadata).states
+    states = mlmd_records.latest_run(metadata).states
     assert states["CsvExampleGen"] == "COMPLETE" and states["AnomalyGate"] == "FAILED", states
     assert not {"Transform", "Trainer", "Evaluator", "Pusher"} & set(states), states
     assert _tree(serving) == served
@@ -243,8 +202,8 @@ def test_parallel_runs_in_separate_output_dirs_and_one_at_a_time_in_the_same(tmp
     for process, out, log in zip(processes, outputs, logs, strict=True):
         assert process.wait(timeout=900) == 0, log.read_text()[-3000:]
         metadata = str(out / "metadata" / "metadata.db")
-        assert _latest_run(metadata).states == dict.fromkeys(NODES, "COMPLETE")
-        assert len(_store(metadata).get_contexts_by_type("pipeline_run")) == 1
+        assert mlmd_records.latest_run(metadata).states == dict.fromkeys(NODES, "COMPLETE")
+        assert len(mlmd_records.store(metadata).get_contexts_by_type("pipeline_run")) == 1
         _assert_store_consistent(metadata)
 
 
@@ -263,7 +222,7 @@ def _assert_store_consistent(metadata_path: str) -> None:
     """SQLite intact, nothing claims to be running, every live artifact exists on disk."""
     with sqlite3.connect(metadata_path) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    store = _store(metadata_path)
+    store = mlmd_records.store(metadata_path)
     unfinished = [e.id for e in store.get_executions() if e.last_known_state in (
         metadata_store_pb2.Execution.NEW, metadata_store_pb2.Execution.RUNNING)]
     assert not unfinished, f"executions left NEW/RUNNING: {unfinished}"
@@ -292,7 +251,7 @@ def test_tfx_cli_creates_and_runs_the_pipeline_on_another_data_dir(tmp_path):
         [tfx, "run", "create", "--engine", "local", "--pipeline_name", "taxi-tpu"],
         env=env, capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
-    states = _execution_states(str(output / "metadata" / "metadata.db"))
+    states = mlmd_records.execution_states(str(output / "metadata" / "metadata.db"))
     assert set(states) == NODES and set(states.values()) == {"COMPLETE"}, states
     [version] = os.listdir(output / "serving_model")
     assert _serve(output / "serving_model" / version, taxi_rows.read_rows(3)).shape == (3, 1)

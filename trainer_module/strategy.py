@@ -67,8 +67,13 @@ def _mirrored() -> tf.distribute.MirroredStrategy:
     return tf.distribute.MirroredStrategy(devices=cpus)
 
 
-def local_replica_count() -> int:
-    """Replicas MirroredStrategy will have on this machine (what the Trainer uses off-TPU)."""
+def local_replica_count(config: TrainerConfig) -> int | None:
+    """Replicas `get_distribution_strategy` will give on this machine, or None when that
+    depends on hardware not visible from here (a TPU, other workers in TF_CONFIG)."""
+    remote = (config.strategy == "multi_worker_mirrored" or config.tpu_required
+              or tpu_address(config) or _worker_count() > 1)
+    if remote and config.strategy != "mirrored":
+        return None
     return len(tf.config.list_logical_devices("GPU")) or len(tf.config.list_logical_devices("CPU"))
 
 
