@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # The tfx CLI finds its engines with `pip freeze`: the venv (with pip in it) comes first.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: venv run test test-e2e tpu-check schema lint lock clean compile submit image image-tpu
+.PHONY: venv run report test test-e2e tpu-check schema lint lock clean compile submit image image-tpu
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ run: venv
 TEST_WORKERS ?= 2
 test: venv
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+
+# The HTML report of the latest run in output/ (or OUTPUT_DIR); `make run` writes it too.
+report: venv
+	$(BIN)/python -m pipeline.report $(if $(OUTPUT_DIR),--output-dir "$(OUTPUT_DIR)")
 
 # The end-to-end DAG runs alone.
 test-e2e: venv
@@ -69,7 +73,7 @@ lint: venv
 
 # Re-pin every dependency after editing pyproject.toml.
 lock: venv
-	$(BIN)/uv pip compile --python-version 3.11 --extra dev pyproject.toml -o requirements.lock
+	$(BIN)/uv pip compile --python-version 3.11 --extra dev --extra report pyproject.toml -o requirements.lock
 
 clean:
 	rm -rf output build

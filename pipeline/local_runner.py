@@ -131,11 +131,24 @@ def _run(config: PipelineConfig) -> int:
     summary = run_summary.latest_run(config.metadata_path, config.pipeline_name)
     if summary is not None:
         print(run_summary.format_summary(summary), flush=True)
+        _write_report(config)
     if error is not None or summary is None or not summary.succeeded:
         print(f"error: the pipeline run failed: {error or 'see the component states above'}",
               file=sys.stderr)
         return 1
     return 0
+
+
+def _write_report(config: PipelineConfig) -> None:
+    """The HTML report of the run; a report that cannot be written is said, not hidden, but it
+    does not change the run's exit code (the run's own outcome is already recorded)."""
+    from pipeline import report
+
+    try:
+        print(f"Run report: {report.write_report(config)}", flush=True)
+    except Exception as e:  # the report must not mask the run's own result
+        print(f"error: the run report could not be written: {type(e).__name__}: {e}",
+              file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

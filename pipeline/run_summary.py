@@ -39,31 +39,31 @@ class RunSummary:
     def component_seconds(self) -> float:
         return sum(n.seconds for n in self.nodes.values())
 
-    def _output(self, node_id: str, key: str) -> metadata_store_pb2.Artifact | None:
+    def output(self, node_id: str, key: str) -> metadata_store_pb2.Artifact | None:
         node = self.nodes.get(node_id)
         artifacts = node.outputs.get(key, []) if node else []
         return artifacts[0] if artifacts else None
 
     @property
     def blessed(self) -> bool | None:
-        blessing = self._output("Evaluator", "blessing")
+        blessing = self.output("Evaluator", "blessing")
         if blessing is None:
             return None
         return blessing.custom_properties["blessed"].int_value == 1
 
     @property
     def evaluation_uri(self) -> str | None:
-        evaluation = self._output("Evaluator", "evaluation")
+        evaluation = self.output("Evaluator", "evaluation")
         return evaluation.uri if evaluation else None
 
     @property
     def anomalies_uri(self) -> str | None:
-        anomalies = self._output("ExampleValidator", "anomalies")
+        anomalies = self.output("ExampleValidator", "anomalies")
         return anomalies.uri if anomalies else None
 
     @property
     def pushed_destination(self) -> str | None:
-        pushed = self._output("Pusher", "pushed_model")
+        pushed = self.output("Pusher", "pushed_model")
         if pushed is None or pushed.custom_properties["pushed"].int_value != 1:
             return None
         return pushed.custom_properties["pushed_destination"].string_value
@@ -130,7 +130,7 @@ def overall_metrics(evaluation_uri: str) -> dict[str, float]:
     for slice_key, metrics in result.slicing_metrics:
         if slice_key == ():
             values = metrics.get("", {}).get("", {})
-            return {k: v["doubleValue"] for k, v in values.items() if "doubleValue" in v}
+            return {k: float(v["doubleValue"]) for k, v in values.items() if "doubleValue" in v}
     return {}
 
 

@@ -1,0 +1,456 @@
+"""The run report: one HTML page (plus the PNGs it embeds) about the latest run of a pipeline.
+
+    python -m pipeline.report [--output-dir O] [--pipeline-name P]    (or `make report`)
+
+Everything on the page is read back from what the run left behind: execution states and
+durations from MLMD, training curves from the Trainer's TensorBoard logs, metrics, thresholds
+and the blessing from the Evaluator's output, anomalies from ExampleValidator, and the pushed
+model's signature from its saved_model.pb. `make run` writes it at the end of every run, also
+a failed one: then it shows which component failed and why the later ones did not run.
+"""
+
+import argparse
+import dataclasses
+import datetime
+import glob
+import html
+import os
+import re
+import sys
+
+from pipeline import run_summary
+from pipeline.pipeline_config import ConfigError, PipelineConfig, from_env
+
+REPORT_DIR = "report"
+CANDIDATE = "candidate"  # TFMA's model name for the new model when a baseline is compared
+CURVE_SPLITS = ("train", "validation")
+SERVING_SIGNATURE = "serving_default"
+
+
+@dataclasses.dataclass
+class Threshold:
+    metric: str
+    slice: str
+    rule: str
+    value: float | None  # what TFMA measured for the rule (None: nothing to compare with)
+    passed: bool | None
+
+
+@dataclasses.dataclass
+class Evaluation:
+    uri: str
+    slices: dict[str, dict[str, float]]  # "overall" or "feature=value" → metric → value
+    thresholds: list[Threshold]
+    failures: list[str]
+
+
+@dataclasses.dataclass
+class Signature:
+    name: str
+    inputs: dict[str, str]
+    outputs: dict[str, str]
+
+
+@dataclasses.dataclass
+class ReportData:
+    config: PipelineConfig
+    summary: run_summary.RunSummary
+    curves: dict[str, dict[str, list[tuple[int, float]]]]  # split → tag → [(epoch, value)]
+    evaluation: Evaluation | None
+    anomalies: list[str] | None  # None: ExampleValidator did not run
+    pushed_signatures: list[Signature]
+    served_versions: list[str]
+
+
+class ReportError(RuntimeError):
+    """There is no run to report on."""
+
+
+# --- reading what the run left behind ---------------------------------------------------------
+
+def training_curves(logs_dir: str) -> dict[str, dict[str, list[tuple[int, float]]]]:
+    """Per-epoch scalars Keras' TensorBoard callback wrote (epoch_loss, epoch_auc, ...)."""
+    import tensorflow as tf
+    from tensorboard.backend.event_processing import event_file_loader
+
+    curves: dict[str, dict[str, list[tuple[int, float]]]] = {}
+    for split in CURVE_SPLITS:
+        for path in sorted(glob.glob(os.path.join(logs_dir, split, "events.out.tfevents.*"))):
+            for event in event_file_loader.EventFileLoader(path).Load():
+                for value in event.summary.value:
+                    if not value.tag.startswith("epoch_"):
+                        continue
+                    number = (float(tf.make_ndarray(value.tensor)) if value.HasField("tensor")
+                              else value.simple_value)
+                    curves.setdefault(split, {}).setdefault(value.tag[len("epoch_"):], []).append(
+                        (int(event.step), number))
+    for tags in curves.values():
+        for tag, points in tags.items():
+            tags[tag] = sorted(dict(points).items())  # a resumed run rewrites epochs: last wins
+    return curves
+
+
+def _metric_name(class_name: str) -> str:
+    """TFMA's metric name for a MetricConfig class name: BinaryAccuracy → binary_accuracy."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", class_name).lower()
+
+
+def _slice_label(slice_key: tuple) -> str:
+    return ", ".join(f"{k}={v.decode() if isinstance(v, bytes) else v}"
+                     for k, v in slice_key) or "overall"
+
+
+def _spec_label(spec) -> str:
+    keys = list(spec.feature_keys) + [f"{k}={v}" for k, v in spec.feature_values.items()]
+    return ", ".join(keys) or "overall"
+
+
+def evaluation(uri: str) -> Evaluation:
+    import tensorflow_model_analysis as tfma
+
+    eval_config = tfma.load_eval_result(uri).config
+    names = {spec.name for spec in eval_config.model_specs}
+    result = tfma.load_eval_result(uri, model_name=CANDIDATE if CANDIDATE in names else None)
+    slices = {}
+    for slice_key, metrics in result.slicing_metrics:
+        values = metrics.get("", {}).get("", {})
+        slices[_slice_label(slice_key)] = {
+            k: float(v["doubleValue"]) for k, v in values.items() if "doubleValue" in v}
+    ordered = dict(sorted(slices.items(), key=lambda kv: (kv[0] != "overall", kv[0])))
+
+    thresholds = []
+    for metrics_spec in eval_config.metrics_specs:
+        for metric in metrics_spec.metrics:
+            name = _metric_name(metric.class_name)
+            rules = [(metric.threshold, ["overall"])] if metric.HasField("threshold") else []
+            rules += [(t.threshold, [_spec_label(s) for s in t.slicing_specs])
+                      for t in metric.per_slice_thresholds]
+            for threshold, where in rules:
+                for label in where:
+                    thresholds.extend(_thresholds(name, label, threshold,
+                                                  ordered.get(label, {})))
+    return Evaluation(uri, ordered, thresholds, run_summary.validation_failures(uri))
+
+
+def _thresholds(name: str, label: str, threshold, values: dict[str, float]) -> list[Threshold]:
+    rows = []
+    if threshold.HasField("value_threshold"):
+        bounds = threshold.value_threshold
+        value = values.get(name)
+        checks, rule = [], []
+        if bounds.HasField("lower_bound"):
+            rule.append(f"≥ {bounds.lower_bound.value:.4f}")
+            checks.append(value is not None and value >= bounds.lower_bound.value)
+        if bounds.HasField("upper_bound"):
+            rule.append(f"≤ {bounds.upper_bound.value:.4f}")
+            checks.append(value is not None and value <= bounds.upper_bound.value)
+        rows.append(Threshold(name, label, " and ".join(rule), value, all(checks)))
+    if threshold.HasField("change_threshold"):
+        change = threshold.change_threshold
+        diff = values.get(f"{name}_diff")
+        allowed = change.absolute.value if change.HasField("absolute") else 0.0
+        rule = ("no drop vs. the last blessed model" if allowed > -1e-6
+                else f"change vs. the last blessed model ≥ {allowed:+.4f}")
+        rows.append(Threshold(name, label, rule, diff,
+                              None if diff is None else diff >= allowed))
+    return rows
+
+
+def signatures(saved_model_dir: str) -> list[Signature]:
+    """Serving signatures read from saved_model.pb (the graph itself is not loaded)."""
+    import tensorflow as tf
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved_model = saved_model_pb2.SavedModel()
+    with tf.io.gfile.GFile(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as f:
+        saved_model.ParseFromString(f.read())
+
+    def describe(tensor) -> str:
+        dims = ["?" if d.size < 0 else str(d.size) for d in tensor.tensor_shape.dim]
+        return f"{tf.dtypes.as_dtype(tensor.dtype).name} [{', '.join(dims)}]"
+
+    found = []
+    for name, signature in sorted(saved_model.meta_graphs[0].signature_def.items()):
+        if name.startswith("__"):
+            continue
+        found.append(Signature(name, {k: describe(v) for k, v in sorted(signature.inputs.items())},
+                               {k: describe(v) for k, v in sorted(signature.outputs.items())}))
+    return found
+
+
+def collect(config: PipelineConfig) -> ReportData:
+    from tfx.types import artifact_utils
+
+    from pipeline import anomaly_gate
+
+    summary = run_summary.latest_run(config.metadata_path, config.pipeline_name)
+    if summary is None:
+        raise ReportError(
+            f"no run of pipeline {config.pipeline_name!r} is recorded in {config.metadata_path}: "
+            "run the pipeline first (`make run`), or pass the --output-dir it used")
+
+    curves = {}
+    model_run = summary.output("Trainer", "model_run")
+    if model_run is not None:
+        curves = training_curves(os.path.join(model_run.uri, "logs"))
+
+    anomalies = None
+    found = summary.output("ExampleValidator", "anomalies")
+    statistics = summary.output("StatisticsGen", "statistics")
+    if found is not None and statistics is not None:
+        def splits(artifact) -> list[str]:
+            names = artifact.properties["split_names"].string_value
+            return artifact_utils.decode_split_names(names)
+
+        anomalies = (anomaly_gate.empty_splits(statistics.uri, splits(statistics))
+                     + anomaly_gate.describe_anomalies(found.uri, splits(found)))
+
+    pushed = summary.pushed_destination
+    served_versions = (sorted(os.listdir(config.serving_model_dir))
+                       if os.path.isdir(config.serving_model_dir) else [])
+    return ReportData(
+        config=config,
+        summary=summary,
+        curves=curves,
+        evaluation=evaluation(summary.evaluation_uri) if summary.evaluation_uri else None,
+        anomalies=anomalies,
+        pushed_signatures=signatures(pushed) if pushed else [],
+        served_versions=served_versions,
+    )
+
+
+# --- charts ------------------------------------------------------------------------------------
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display is needed or wanted
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_curves(curves, path: str) -> None:
+    plt = _pyplot()
+    tags = sorted({tag for split in curves.values() for tag in split},
+                  key=lambda t: (t != "loss", t))
+    fig, axes = plt.subplots(1, len(tags), figsize=(4.2 * len(tags), 3.2), squeeze=False)
+    for ax, tag in zip(axes[0], tags, strict=True):
+        for split in CURVE_SPLITS:
+            points = curves.get(split, {}).get(tag)
+            if points:
+                epochs, values = zip(*points, strict=True)
+                ax.plot([e + 1 for e in epochs], values, marker="o", label=split)
+        ax.set_title(tag)
+        ax.set_xlabel("epoch")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def plot_slices(evaluation: Evaluation, metric: str, path: str) -> None:
+    plt = _pyplot()
+    labels = [s for s, m in evaluation.slices.items() if metric in m]
+    values = [evaluation.slices[s][metric] for s in labels]
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(labels) + 1.2))
+    ax.barh(labels, values, color=["#1f6feb" if s == "overall" else "#8cb4f0" for s in labels])
+    for threshold in evaluation.thresholds:
+        if threshold.metric == metric and threshold.rule.startswith("≥"):
+            bound = float(threshold.rule.split()[1])
+            ax.axvline(bound, color="#d1242f", linestyle="--",
+                       label=f"threshold ({threshold.slice}) {bound:.2f}")
+            ax.legend(loc="lower right")
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel(metric)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def plot_durations(summary: run_summary.RunSummary, path: str) -> None:
+    plt = _pyplot()
+    nodes = list(summary.nodes.values())
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(nodes) + 1.2))
+    colors = {"COMPLETE": "#2da44e", "CACHED": "#8c959f", "FAILED": "#d1242f"}
+    ax.barh([n.node_id for n in nodes], [n.seconds for n in nodes],
+            color=[colors.get(n.state, "#bf8700") for n in nodes])
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds (MLMD: execution registered → last update)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+# --- the page ----------------------------------------------------------------------------------
+
+def _e(value: object) -> str:
+    return html.escape(str(value))
+
+
+def _table(table_id: str, header: list[str], rows: list[list[object]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _num(value: float | None, digits: int = 4) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _blessing_section(data: ReportData) -> str:
+    summary, evaluation = data.summary, data.evaluation
+    if summary.blessed is None:
+        return ('<p id="blessing">Not evaluated: the Evaluator did not run in this run '
+                f'(stopped at {_e(", ".join(summary.failed_nodes) or "an earlier component")}).'
+                "</p>")
+    if summary.blessed:
+        verdict = "<p id=\"blessing\" class=\"ok\">Blessed: yes — every threshold passed.</p>"
+    else:
+        reasons = "".join(f"<li>{_e(r)}</li>" for r in evaluation.failures)
+        verdict = (f'<p id="blessing" class="bad">Blessed: no — the model failed the '
+                   f"Evaluator's thresholds:</p><ul id=\"why-not-blessed\">{reasons}</ul>")
+    rows = [[t.metric, t.slice, t.rule,
+             _num(t.value) if t.value is not None else "no baseline yet: not checked",
+             {True: "pass", False: "FAIL", None: "—"}[t.passed]] for t in evaluation.thresholds]
+    return verdict + _table("thresholds", ["metric", "slice", "threshold", "value", "result"],
+                            rows)
+
+
+def _push_section(data: ReportData) -> str:
+    pushed = data.summary.pushed_destination
+    served = (f"<p>Serving dir {_e(data.config.serving_model_dir)} holds versions: "
+              f"{_e(', '.join(data.served_versions) or 'none')}.</p>")
+    if not pushed:
+        why = ("the model was not blessed" if data.summary.blessed is False
+               else "the Pusher did not run")
+        return f'<p id="pushed">Pushed: nothing in this run ({_e(why)}).</p>' + served
+    parts = [f'<p id="pushed">Pushed: <code>{_e(pushed)}</code></p>']
+    for signature in data.pushed_signatures:
+        rows = ([["input", k, v] for k, v in signature.inputs.items()]
+                + [["output", k, v] for k, v in signature.outputs.items()])
+        table = _table(f"signature-{signature.name}", ["", "name", "dtype [shape]"], rows)
+        parts.append(f"<h3>Signature {_e(signature.name)}</h3>{table}"
+                     if signature.name == SERVING_SIGNATURE else
+                     f"<details><summary>Signature {_e(signature.name)}</summary>{table}</details>")
+    return "".join(parts) + served
+
+
+def _anomalies_section(data: ReportData) -> str:
+    if data.anomalies is None:
+        return '<p id="anomalies">ExampleValidator did not run in this run.</p>'
+    if not data.anomalies:
+        return '<p id="anomalies" class="ok">None: every split matches the schema.</p>'
+    items = "".join(f"<li>{_e(a)}</li>" for a in data.anomalies)
+    return f'<ul id="anomalies" class="bad">{items}</ul>'
+
+
+def _training_section(data: ReportData, image: str | None) -> str:
+    if not data.curves:
+        return "<p>The Trainer did not run in this run.</p>"
+    tags = sorted({t for s in data.curves.values() for t in s}, key=lambda t: (t != "loss", t))
+    rows = []
+    for split in CURVE_SPLITS:
+        if split in data.curves:
+            last = {t: data.curves[split][t][-1][1] for t in tags if t in data.curves[split]}
+            epochs = max(len(points) for points in data.curves[split].values())
+            rows.append([split, epochs] + [_num(last.get(t)) for t in tags])
+    return (f'<img src="{image}" alt="training curves">'
+            + _table("training", ["split", "epochs"] + [f"final {t}" for t in tags], rows))
+
+
+def _evaluation_section(data: ReportData, image: str | None) -> str:
+    if data.evaluation is None:
+        return "<p>The Evaluator did not run in this run.</p>"
+    metrics = sorted({m for values in data.evaluation.slices.values() for m in values
+                      if not m.endswith("_diff")}, key=lambda m: (m != "example_count", m))
+    rows = [[label] + [_num(values.get(m), 0 if m == "example_count" else 4) for m in metrics]
+            for label, values in data.evaluation.slices.items()]
+    return (f'<p>Evaluation: <code>{_e(data.evaluation.uri)}</code></p>'
+            + (f'<img src="{image}" alt="metric per slice">' if image else "")
+            + _table("metrics", ["slice"] + metrics, rows))
+
+
+_STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #1f2328; }
+table { border-collapse: collapse; margin: 0.6em 0 1.2em; }
+th, td { border: 1px solid #d0d7de; padding: 3px 9px; text-align: left; }
+th { background: #f6f8fa; }
+.ok { color: #1a7f37; } .bad { color: #d1242f; }
+img { max-width: 100%; display: block; margin: 0.5em 0; }
+code { background: #f6f8fa; padding: 1px 4px; }
+"""
+
+
+def render(data: ReportData, images: dict[str, str]) -> str:
+    summary = data.summary
+    status = ("succeeded" if summary.succeeded
+              else f"FAILED at {', '.join(summary.failed_nodes)}")
+    durations = [[n.node_id, n.state, f"{n.seconds:.1f}"] for n in summary.nodes.values()]
+    durations.append(["component time", "", f"{summary.component_seconds:.1f}"])
+    sections = [
+        ("Outcome", f'<p id="status" class="{"ok" if summary.succeeded else "bad"}">Run '
+                    f"{_e(summary.run_id)} {_e(status)}.</p>" + _blessing_section(data)),
+        ("Pushed model", _push_section(data)),
+        ("Data anomalies (ExampleValidator)", _anomalies_section(data)),
+        ("Training (Trainer's TensorBoard logs)",
+         _training_section(data, images.get("training"))),
+        ("Evaluation (Evaluator)", _evaluation_section(data, images.get("slices"))),
+        ("Component durations (MLMD)",
+         f'<img src="{images["durations"]}" alt="component durations">'
+         + _table("durations", ["component", "state", "seconds"], durations)),
+    ]
+    generated = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+    body = "".join(f"<h2>{_e(title)}</h2>{content}" for title, content in sections)
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>Run report: {_e(data.config.pipeline_name)}</title>"
+            f"<style>{_STYLE}</style></head><body>"
+            f"<h1>Run report: {_e(data.config.pipeline_name)}</h1>"
+            f"<p>Data: <code>{_e(data.config.data_dir)}</code> · outputs: "
+            f"<code>{_e(data.config.output_dir)}</code> · written {_e(generated)}</p>"
+            f"{body}</body></html>")
+
+
+def write_report(config: PipelineConfig) -> str:
+    """Writes <output_dir>/report/index.html and its charts; returns the page's path."""
+    data = collect(config)
+    out = os.path.join(config.output_dir, REPORT_DIR)
+    os.makedirs(out, exist_ok=True)
+    images = {"durations": "durations.png"}
+    plot_durations(data.summary, os.path.join(out, images["durations"]))
+    if data.curves:
+        images["training"] = "training.png"
+        plot_curves(data.curves, os.path.join(out, images["training"]))
+    if data.evaluation and any("binary_accuracy" in m for m in data.evaluation.slices.values()):
+        images["slices"] = "slices.png"
+        plot_slices(data.evaluation, "binary_accuracy", os.path.join(out, images["slices"]))
+    for stale in {"training.png", "slices.png"} - set(images.values()):
+        if os.path.exists(os.path.join(out, stale)):
+            os.remove(os.path.join(out, stale))
+    page = os.path.join(out, "index.html")
+    with open(page + ".tmp", "w", encoding="utf-8") as f:
+        f.write(render(data, images))
+    os.replace(page + ".tmp", page)
+    return page
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="Write the HTML report of the latest run.")
+    parser.add_argument("--output-dir", help="the run's output dir (default: output/)")
+    parser.add_argument("--pipeline-name")
+    args = parser.parse_args(argv)
+    overrides = {k: v for k, v in (("output_dir", args.output_dir),
+                                   ("pipeline_name", args.pipeline_name)) if v is not None}
+    try:
+        config = from_env(**overrides)
+        print(f"Run report: {write_report(config)}")
+    except (ConfigError, ReportError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
