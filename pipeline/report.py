@@ -179,15 +179,15 @@ def signatures(saved_model_dir: str) -> list[Signature]:
 
 
 def collect(config: PipelineConfig) -> ReportData:
-    from tfx.types import artifact_utils
-
-    from pipeline import anomaly_gate
-
     summary = run_summary.latest_run(config.metadata_path, config.pipeline_name)
     if summary is None:
         raise ReportError(
             f"no run of pipeline {config.pipeline_name!r} is recorded in {config.metadata_path}: "
             "run the pipeline first (`make run`), or pass the --output-dir it used")
+    # TensorFlow and TFX load only once there is a run to read.
+    from tfx.types import artifact_utils
+
+    from pipeline import anomaly_gate
 
     curves = {}
     model_run = summary.output("Trainer", "model_run")
@@ -331,7 +331,7 @@ def _push_section(data: ReportData) -> str:
     for signature in data.pushed_signatures:
         rows = ([["input", k, v] for k, v in signature.inputs.items()]
                 + [["output", k, v] for k, v in signature.outputs.items()])
-        table = _table(f"signature-{signature.name}", ["", "name", "dtype [shape]"], rows)
+        table = _table(f"signature-{signature.name}", ["tensor", "name", "dtype [shape]"], rows)
         parts.append(f"<h3>Signature {_e(signature.name)}</h3>{table}"
                      if signature.name == SERVING_SIGNATURE else
                      f"<details><summary>Signature {_e(signature.name)}</summary>{table}</details>")

@@ -39,14 +39,16 @@ class RunRecord:
     states: dict[str, str]
     component_seconds: float  # summed over the run's executions
     span_seconds: float  # first execution registered → last execution updated
+    seconds: dict[str, float]  # node id → its execution's registered → last update
 
 
 def latest_run(metadata_path: str) -> RunRecord:
     db = store(metadata_path)
     run = max(db.get_contexts_by_type("pipeline_run"), key=lambda c: c.id)
     executions = db.get_executions_by_context(run.id)
-    seconds = [(e.last_update_time_since_epoch - e.create_time_since_epoch) / 1000
-               for e in executions]
+    seconds = {node_of(db, e): (e.last_update_time_since_epoch - e.create_time_since_epoch) / 1000
+               for e in executions}
     span = (max(e.last_update_time_since_epoch for e in executions)
             - min(e.create_time_since_epoch for e in executions)) / 1000
-    return RunRecord({node_of(db, e): state(e) for e in executions}, sum(seconds), span)
+    return RunRecord({node_of(db, e): state(e) for e in executions}, sum(seconds.values()), span,
+                     seconds)

@@ -5,6 +5,7 @@ pushed SavedModel answering raw tf.Examples.
 """
 
 import csv
+import glob
 import hashlib
 import os
 import re
@@ -17,6 +18,7 @@ import time
 
 import numpy as np
 import pytest
+import report_page
 import tensorflow as tf
 from ml_metadata.proto import metadata_store_pb2
 
@@ -108,6 +110,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     assert len(np.unique(probabilities.round(6))) > 1  # a trained model, not a constant
     served = _tree(serving)
     artifacts = len(mlmd_records.store(metadata).get_artifacts())
+    _check_report_of_a_pushed_run(output, first, serving / version)
 
     # 2. Unchanged rerun: every component is served from the cache, nothing new is written.
     result = _run_pipeline(data_dir, output)
@@ -128,6 +131,13 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     assert "overall: binary_accuracy changed by -" in result.stdout
     assert "Pushed model: none" in result.stdout
     assert _tree(serving) == served
+    page = report_page.render(output / "report" / "index.html")
+    assert page.elements["blessing"].startswith("Blessed: no")
+    assert "overall: binary_accuracy changed by -" in page.elements["why-not-blessed"]
+    assert {"metric": "binary_accuracy", "slice": "overall", "result": "FAIL"}.items() <= \
+        page.tables["thresholds"][-1].items()
+    assert page.elements["pushed"].startswith(
+        "Pushed: nothing in this run (the model was not blessed)")
 
     # 4. New data, and the run is killed with SIGKILL while the Trainer runs: the DAG had
     #    re-executed from CsvExampleGen (the schema file, unchanged, stays cached).
@@ -172,7 +182,59 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     assert states["CsvExampleGen"] == "COMPLETE" and states["AnomalyGate"] == "FAILED", states
     assert not {"Transform", "Trainer", "Evaluator", "Pusher"} & set(states), states
     assert _tree(serving) == served
+    page = report_page.render(output / "report" / "index.html")
+    assert "FAILED at AnomalyGate" in page.elements["status"]
+    assert "[train] tips: Out-of-range values" in page.elements["anomalies"]
+    assert page.elements["blessing"].startswith("Not evaluated")
+    assert page.images == {"durations.png": page.images["durations.png"]}
     _assert_store_consistent(metadata)
+
+
+def _newest_artifact_uri(metadata: str, type_name: str) -> str:
+    return max(mlmd_records.store(metadata).get_artifacts_by_type(type_name),
+               key=lambda a: a.id).uri
+
+
+def _check_report_of_a_pushed_run(output, run: mlmd_records.RunRecord, pushed) -> None:
+    """The page the run wrote, as Chromium shows it, against MLMD, TFMA and TensorBoard records
+    read here independently."""
+    import tensorflow_model_analysis as tfma
+
+    page = report_page.render(output / "report" / "index.html")
+    assert set(page.images) == {"training.png", "slices.png", "durations.png"}
+    assert all(width > 0 for width in page.images.values()), page.images
+    durations = {row["component"]: row for row in page.tables["durations"]}
+    for node, seconds in run.seconds.items():
+        assert durations[node]["state"] == run.states[node]
+        assert durations[node]["seconds"] == f"{seconds:.1f}", (node, durations[node])
+    assert durations["component time"]["seconds"] == f"{run.component_seconds:.1f}"
+
+    assert page.elements["blessing"].startswith("Blessed: yes")
+    assert page.elements["pushed"] == f"Pushed: {pushed}"
+    signature = page.tables["signature-serving_default"]
+    assert {"tensor": "input", "name": "examples", "dtype [shape]": "string [?]"} in signature
+    assert {"tensor": "output", "name": "probabilities",
+            "dtype [shape]": "float32 [?, 1]"} in signature
+    assert page.elements["anomalies"].startswith("None")
+
+    metadata = str(output / "metadata" / "metadata.db")
+    evaluation = tfma.load_eval_result(_newest_artifact_uri(metadata, "ModelEvaluation"))
+    [overall] = [m[""][""] for key, m in evaluation.slicing_metrics if key == ()]
+    shown = {row["slice"]: row for row in page.tables["metrics"]}["overall"]
+    assert shown["binary_accuracy"] == f"{overall['binary_accuracy']['doubleValue']:.4f}"
+    assert shown["example_count"] == f"{overall['example_count']['doubleValue']:.0f}"
+    assert len(page.tables["metrics"]) > 1  # per-slice rows besides the overall one
+
+    logs = os.path.join(_newest_artifact_uri(metadata, "ModelRun"), "logs", "train")
+    losses = {}
+    for path in glob.glob(os.path.join(logs, "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.tag == "epoch_loss":
+                    losses[event.step] = float(tf.make_ndarray(value.tensor))
+    train = {row["split"]: row for row in page.tables["training"]}["train"]
+    assert train["epochs"] == str(len(losses))
+    assert train["final loss"] == f"{losses[max(losses)]:.4f}"
 
 
 def test_parallel_runs_in_separate_output_dirs_and_one_at_a_time_in_the_same(tmp_path):
