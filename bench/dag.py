@@ -1,0 +1,117 @@
+"""Whole-DAG runs for the bench: this project's pipeline, and the TFX taxi template's.
+
+Each run is a separate process, as a user starts it; component seconds are read from the run's
+own MLMD store afterwards (execution registered → last update), the same numbers the run
+summary prints.
+"""
+
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from pipeline import run_summary
+from pipeline.pipeline_config import REPO_ROOT
+
+RUNNER = os.path.join(REPO_ROOT, "pipeline", "local_runner.py")
+TEMPLATE_NAME = "taxi-template"
+# The template's components, which its pipeline.py leaves commented out ("TODO(step 5/6)").
+TEMPLATE_COMPONENTS = ("statistics_gen", "schema_gen", "example_validator", "transform",
+                       "trainer", "model_resolver", "evaluator", "pusher")
+# Same stages side by side: the template infers a schema (SchemaGen) where this project imports
+# its curated one (ImportSchemaGen), and has no AnomalyGate.
+STAGES = {"CsvExampleGen": "CsvExampleGen", "StatisticsGen": "StatisticsGen",
+          "SchemaGen": "ImportSchemaGen", "ExampleValidator": "ExampleValidator",
+          "Transform": "Transform", "Trainer": "Trainer", "Evaluator": "Evaluator",
+          "Pusher": "Pusher"}
+
+
+class BenchRunError(RuntimeError):
+    """A pipeline run inside the bench failed; the message holds the end of its log."""
+
+
+@dataclasses.dataclass
+class DagRun:
+    rows: int
+    train_steps: int
+    seconds: dict[str, float]  # node id → seconds
+    states: dict[str, str]
+    blessed: bool | None
+
+    @property
+    def component_seconds(self) -> float:
+        return sum(self.seconds.values())
+
+
+def _run(command: list[str], cwd: str, env: dict[str, str], log_path: str) -> None:
+    with open(log_path, "w") as log:
+        result = subprocess.run(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    if result.returncode != 0:
+        with open(log_path) as log:
+            tail = log.read()[-3000:]
+        raise BenchRunError(f"{' '.join(command)} exited {result.returncode} (log: {log_path})"
+                            f":\n{tail}")
+
+
+def _record(metadata_path: str, pipeline_name: str, rows: int, steps: int) -> DagRun:
+    summary = run_summary.latest_run(metadata_path, pipeline_name)
+    if summary is None or not summary.succeeded:
+        raise BenchRunError(f"no successful run of {pipeline_name} in {metadata_path}")
+    return DagRun(rows, steps, {n.node_id: n.seconds for n in summary.nodes.values()},
+                  {n.node_id: n.state for n in summary.nodes.values()}, summary.blessed)
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **extra}
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    return env
+
+
+def run_ours(data_dir: str, output_dir: str, rows: int, train_steps: int) -> DagRun:
+    """This project's DAG from scratch (a fresh output dir, so nothing is served from cache)."""
+    shutil.rmtree(output_dir, ignore_errors=True)
+    os.makedirs(output_dir)
+    _run([sys.executable, RUNNER, "--data-dir", data_dir, "--output-dir", output_dir,
+          "--train-steps", str(train_steps)], REPO_ROOT, _env(),
+         os.path.join(output_dir, "run.log"))
+    return _record(os.path.join(output_dir, "metadata", "metadata.db"), "taxi-tpu", rows,
+                   train_steps)
+
+
+def prepare_template(work_dir: str, data_dir: str, train_steps: int) -> str:
+    """`tfx template copy --model=taxi`, with every component enabled, reading `data_dir` and
+    training `train_steps` steps (its other settings as shipped). Returns the copy's folder."""
+    shutil.rmtree(work_dir, ignore_errors=True)
+    os.makedirs(os.path.dirname(work_dir) or ".", exist_ok=True)
+    _run(["tfx", "template", "copy", "--model=taxi", f"--pipeline_name={TEMPLATE_NAME}",
+          f"--destination_path={work_dir}"], REPO_ROOT, _env(),
+         work_dir.rstrip("/") + ".copy.log")
+    _patch(os.path.join(work_dir, "pipeline", "pipeline.py"),
+           [(rf"^(\s*)# (components\.append\({name}\))", r"\1\2") for name in
+            TEMPLATE_COMPONENTS])
+    _patch(os.path.join(work_dir, "pipeline", "configs.py"),
+           [(r"^TRAIN_NUM_STEPS = \d+", f"TRAIN_NUM_STEPS = {train_steps}")])
+    _patch(os.path.join(work_dir, "local_runner.py"),
+           [(r"^DATA_PATH = .*$", f"DATA_PATH = {os.path.abspath(data_dir)!r}")])
+    return work_dir
+
+
+def _patch(path: str, substitutions: list[tuple[str, str]]) -> None:
+    with open(path) as f:
+        text = f.read()
+    for pattern, replacement in substitutions:
+        text, count = re.subn(pattern, replacement, text, flags=re.M)
+        if count == 0:
+            raise BenchRunError(f"{path}: no line matches {pattern!r}; the TFX template changed")
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def run_template(work_dir: str, data_dir: str, rows: int, train_steps: int) -> DagRun:
+    prepare_template(work_dir, data_dir, train_steps)
+    _run([sys.executable, "local_runner.py"], work_dir, _env(PYTHONPATH=work_dir),
+         os.path.join(work_dir, "run.log"))
+    return _record(os.path.join(work_dir, "tfx_metadata", TEMPLATE_NAME, "metadata.db"),
+                   TEMPLATE_NAME, rows, train_steps)

@@ -1,0 +1,177 @@
+"""Bench results: one JSON record, a Markdown table and a PNG chart, stamped with the machine
+and the library versions they were measured with."""
+
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+
+LIBRARIES = ("tfx", "tensorflow", "tensorflow-transform", "tfx-bsl", "apache-beam",
+             "tensorflow-model-analysis", "ml-metadata", "tf-keras")
+
+
+def machine() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f
+                       if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(memory_gib, 1),
+            "os": platform.platform(), "python": platform.python_version()}
+
+
+def versions() -> dict:
+    return {name: importlib.metadata.version(name) for name in LIBRARIES}
+
+
+def stamp() -> dict:
+    return {"measured_at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "machine": machine(), "versions": versions()}
+
+
+def _rate(value: float) -> str:
+    return f"{value / 1e6:.2f}M" if value >= 1e6 else f"{value / 1e3:.0f}k"
+
+
+def _target(ok: bool | None) -> str:
+    return "" if ok is None else (" ✅" if ok else " ❌")
+
+
+def markdown(result: dict) -> str:
+    m, v = result["machine"], result["versions"]
+    lines = [
+        f"Measured {result['measured_at']} on {m['cpu']}, {m['cores']} cores, "
+        f"{m['memory_gib']} GiB; " + ", ".join(f"{k} {v[k]}" for k in v) + ".",
+        "",
+    ]
+    if "input" in result:
+        i = result["input"]
+        lines += [
+            f"**Input throughput** ({i['rows']:,} transformed rows, batch {i['batch_size']}, "
+            f"median of {i['repetitions']} after a warm-up):",
+            "",
+            "| reader | examples/s | vs TFX's reader | target |",
+            "|---|---:|---:|---|",
+        ]
+        tfx = i["tfx_reader"]["examples_per_s"]
+        for key, label, target in (
+            ("raw_read", "raw GZIP TFRecord read, no parsing (cold-path limit)", ""),
+            ("tfx_reader", "TFX's reader (tfxio TensorFlowDataset, defaults)", ""),
+            ("project_cold", "this project's input function, first (cold) epoch",
+             f"≥ 12× TFX's reader{_target(i['targets']['cold_vs_tfx'])}"),
+            ("project_cached", "this project's input function, cached epochs",
+             f"≥ 2× the raw read{_target(i['targets']['cached_vs_raw'])}"),
+        ):
+            rate = i[key]["examples_per_s"]
+            lines.append(f"| {label} | {_rate(rate)} | {rate / tfx:.1f}× | {target} |")
+        lines.append("")
+    if "fit" in result:
+        f = result["fit"]
+        lines += [
+            f"**Training throughput** (`model.fit`, the Trainer's model and strategy, "
+            f"{f['steps']} steps per epoch, median of {f['repetitions']} epochs after the "
+            "first):",
+            "",
+            "| setting | examples/s |",
+            "|---|---:|",
+        ]
+        for row in f["rows"]:
+            lines.append(f"| {row['label']} | {_rate(row['examples_per_s'])} |")
+        ok = _target(f["input_bound_fraction"] >= 0.95)
+        lines += ["", f"Input-bound fraction (real input ÷ synthetic in-memory batch): "
+                      f"**{f['input_bound_fraction']:.3f}** (target ≥ 0.95{ok}).", ""]
+        if not f["gpus"]:
+            lines += ["GPU: none on this machine, so there is no GPU row.", ""]
+    if "scale" in result:
+        lines += ["**Scale**: the whole DAG from scratch, training steps scaled with the data:",
+                  "", "| data | rows | train steps | component seconds | rows/s | blessed |",
+                  "|---|---:|---:|---:|---:|---|"]
+        for run in result["scale"]:
+            lines.append(f"| {run['label']} | {run['rows']:,} | {run['train_steps']:,} | "
+                         f"{run['component_seconds']:.1f} | "
+                         f"{run['rows'] / run['component_seconds']:,.0f} | {run['blessed']} |")
+        lines.append("")
+    if "anchor" in result:
+        a = result["anchor"]
+        lines += [
+            f"**Anchor**: TFX taxi template (`tfx template copy --model=taxi`, every component "
+            f"enabled) and this project, same data ({a['rows']:,} rows), "
+            f"{a['train_steps']} training steps each, seconds per component:",
+            "",
+            "| stage | TFX template | this project |",
+            "|---|---:|---:|",
+        ]
+        for stage in a["stages"]:
+            lines.append(f"| {stage['template_node']} / {stage['project_node']} | "
+                         f"{stage['template']:.1f} | {stage['project']:.1f} |")
+        lines.append(f"| all components | {a['template_total']:.1f} | "
+                     f"{a['project_total']:.1f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def chart(result: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [k for k in ("input", "fit", "scale", "anchor") if k in result]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        if panel == "input":
+            i = result["input"]
+            keys = ("raw_read", "tfx_reader", "project_cold", "project_cached")
+            labels = ("raw read", "TFX reader", "ours, cold", "ours, cached")
+            ax.bar(labels, [i[k]["examples_per_s"] for k in keys],
+                   color=["#8c959f", "#d1242f", "#1f6feb", "#0a3069"])
+            ax.set_yscale("log")
+            ax.set_title("input examples/s (log)")
+        elif panel == "fit":
+            rows = result["fit"]["rows"]
+            ax.barh([r["label"] for r in rows], [r["examples_per_s"] for r in rows])
+            ax.invert_yaxis()
+            ax.set_title("training examples/s")
+        elif panel == "scale":
+            runs = result["scale"]
+            ax.plot([r["rows"] for r in runs], [r["component_seconds"] for r in runs], "o-",
+                    label="measured")
+            first = runs[0]
+            ax.plot([r["rows"] for r in runs],
+                    [first["component_seconds"] * r["rows"] / first["rows"] for r in runs],
+                    "--", color="#8c959f", label="linear from the smallest")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("rows")
+            ax.set_title("DAG component seconds")
+            ax.legend()
+        else:
+            stages = result["anchor"]["stages"]
+            y = range(len(stages))
+            ax.barh([v - 0.2 for v in y], [s["template"] for s in stages], height=0.4,
+                    label="TFX template", color="#d1242f")
+            ax.barh([v + 0.2 for v in y], [s["project"] for s in stages], height=0.4,
+                    label="this project", color="#1f6feb")
+            ax.set_yticks(list(y), [s["template_node"] for s in stages])
+            ax.invert_yaxis()
+            ax.set_xlabel("seconds")
+            ax.set_title("per component, same data and steps")
+            ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def write(result: dict, results_dir: str) -> list[str]:
+    os.makedirs(results_dir, exist_ok=True)
+    paths = [os.path.join(results_dir, name) for name in ("bench.json", "bench.md", "bench.png")]
+    with open(paths[0], "w") as f:
+        json.dump(result, f, indent=1)
+    with open(paths[1], "w") as f:
+        f.write(markdown(result) + "\n")
+    chart(result, paths[2])
+    return paths

@@ -1,0 +1,188 @@
+"""`make bench`: generate data, run both DAGs, measure the input pipeline and training, write
+bench/results/ (JSON, Markdown, PNG) and the README's table.
+
+    python -m bench.run [--scales 1,10,100] [--repetitions 5] [--update-readme]
+
+Order matters on a small machine: the DAG runs (separate processes) come first, the in-process
+throughput measurements last, so no measurement shares the CPU with another.
+"""
+
+import argparse
+import dataclasses
+import glob
+import os
+import re
+import sys
+import time
+
+from bench import dag, generate, results
+from pipeline import run_summary
+from pipeline.pipeline_config import REPO_ROOT
+
+WORK_DIR = os.path.join(REPO_ROOT, "bench", "work")
+RESULTS_DIR = os.path.join(REPO_ROOT, "bench", "results")
+README = os.path.join(REPO_ROOT, "README.md")
+README_BEGIN, README_END = "<!-- bench:begin -->", "<!-- bench:end -->"
+BASE_TRAIN_STEPS = 1000  # on the shipped data, as the TFX template trains by default
+
+
+def _say(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def _scale_label(times: float) -> str:
+    return "shipped data" if times == 1 else f"{times:g}× shipped data"
+
+
+def run_scales(scales: list[float], base_steps: int) -> list[tuple[float, str, dag.DagRun]]:
+    """Our DAG from scratch at each scale; returns (times, output dir, run) per scale."""
+    runs = []
+    for times in scales:
+        if times == 1:
+            data_dir, rows = generate.SHIPPED_DATA, len(generate.source_rows()[1])
+        else:
+            data_dir = os.path.join(WORK_DIR, f"data_{times:g}x")
+            _say(f"generating {times:g}× the shipped data in {data_dir}")
+            rows = generate.generate(times, data_dir)
+        steps = max(1, round(base_steps * times))
+        output = os.path.join(WORK_DIR, f"ours_{times:g}x")
+        _say(f"this project's DAG on {rows:,} rows, {steps:,} training steps → {output}")
+        run = dag.run_ours(data_dir, output, rows, steps)
+        _say(f"  {run.component_seconds:.1f} s in components")
+        runs.append((times, output, run))
+    return runs
+
+
+def run_anchor(ours: dag.DagRun, base_steps: int) -> dict:
+    work = os.path.join(WORK_DIR, "taxi_template")
+    _say(f"TFX taxi template on the shipped data, {base_steps} training steps → {work}")
+    template = dag.run_template(work, generate.SHIPPED_DATA, ours.rows, base_steps)
+    stages = [{"template_node": t, "project_node": p, "template": template.seconds.get(t, 0.0),
+               "project": ours.seconds.get(p, 0.0)} for t, p in dag.STAGES.items()]
+    return {"rows": ours.rows, "train_steps": base_steps, "stages": stages,
+            "template_total": template.component_seconds,
+            "project_total": ours.component_seconds, "template_blessed": template.blessed}
+
+
+def transform_outputs(output_dir: str) -> tuple[str, list[str]]:
+    """Transform's graph dir and the transformed train-split files of a finished run."""
+    summary = run_summary.latest_run(os.path.join(output_dir, "metadata", "metadata.db"),
+                                     "taxi-tpu")
+    graph = summary.output("Transform", "transform_graph")
+    examples = summary.output("Transform", "transformed_examples")
+    files = sorted(glob.glob(os.path.join(examples.uri, "Split-train", "*")))
+    return graph.uri, files
+
+
+def measure(output_dir: str, repetitions: int, fit_steps: int | None) -> tuple[dict, dict]:
+    """Input rows, the input-bound fraction and the knobs, on one run's Transform output."""
+    import tensorflow as tf
+    import tensorflow_transform as tft
+
+    from bench import throughput
+    from trainer_module import data
+    from trainer_module import run as trainer_run
+    from trainer_module.config import TrainerConfig
+
+    graph_dir, files = transform_outputs(output_dir)
+    tf_transform_output = tft.TFTransformOutput(graph_dir)
+    feature_spec = tf_transform_output.transformed_feature_spec()
+    config = TrainerConfig()
+    batch = config.per_replica_batch_size
+    rows = int(tf.data.TFRecordDataset(files, compression_type="GZIP").reduce(
+        tf.constant(0, tf.int64), lambda n, _: n + 1))
+    batches = data.count_batches(files, batch)
+    _say(f"input throughput on {rows:,} transformed rows ({len(files)} files), batch {batch}")
+    raw = throughput.raw_read(files, batch, batches, repetitions)
+    _say(f"  raw read {raw.examples_per_s:,.0f} ex/s")
+    tfx = throughput.tfx_reader(files, tf_transform_output, batch, batches, repetitions)
+    _say(f"  TFX reader {tfx.examples_per_s:,.0f} ex/s")
+    cold, cached = throughput.project_input(files, feature_spec, batch, batches, repetitions)
+    _say(f"  ours cold {cold.examples_per_s:,.0f}, cached {cached.examples_per_s:,.0f} ex/s")
+    input_result = {
+        "rows": rows, "batch_size": batch, "repetitions": repetitions,
+        "raw_read": dataclasses.asdict(raw), "tfx_reader": dataclasses.asdict(tfx),
+        "project_cold": dataclasses.asdict(cold), "project_cached": dataclasses.asdict(cached),
+        "targets": {"cold_vs_tfx": cold.examples_per_s >= 12 * tfx.examples_per_s,
+                    "cached_vs_raw": cached.examples_per_s >= 2 * raw.examples_per_s},
+    }
+
+    setup = throughput.FitSetup(tf_transform_output, files, config)
+    steps = fit_steps or batches  # a full pass: the epochs after the first are served cached
+    configured = trainer_run.steps_per_execution(config, on_tpu=False)
+    variants = [
+        ("synthetic in-memory batch, steps_per_execution "
+         f"{configured}", dict(synthetic=True)),
+        (f"input function, steps_per_execution {configured} (the Trainer's setting)", {}),
+        ("input function, steps_per_execution 1", dict(steps_per_execution=1)),
+        (f"input function, steps_per_execution {configured}, XLA (jit_compile)",
+         dict(jit_compile=True)),
+    ]
+    gpus = throughput.gpu_names()
+    fit_rows = []
+    for label, kwargs in variants:
+        rate = throughput.fit_rate(setup, steps, repetitions, **kwargs)
+        _say(f"  fit, {label}: {rate.examples_per_s:,.0f} ex/s")
+        fit_rows.append({"label": f"CPU: {label}" if not gpus else f"GPU: {label}",
+                         **dataclasses.asdict(rate)})
+    fit_result = {"steps": steps, "repetitions": repetitions, "rows": fit_rows, "gpus": gpus,
+                  "input_bound_fraction": fit_rows[1]["examples_per_s"]
+                  / fit_rows[0]["examples_per_s"]}
+    return input_result, fit_result
+
+
+def update_readme(markdown: str, readme: str = README) -> None:
+    with open(readme, encoding="utf-8") as f:
+        text = f.read()
+    block = f"{README_BEGIN}\n{markdown}\n{README_END}"
+    new, count = re.subn(re.escape(README_BEGIN) + r".*?" + re.escape(README_END),
+                         lambda _: block, text, flags=re.S)
+    if count != 1:
+        raise ValueError(f"{readme}: expected one {README_BEGIN} … {README_END} block")
+    with open(readme, "w", encoding="utf-8") as f:
+        f.write(new)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scales", default="1,10,100",
+                        help="copies of the shipped data for the DAG runs; the largest one's "
+                             "Transform output is what the throughput is measured on")
+    parser.add_argument("--train-steps", type=int, default=BASE_TRAIN_STEPS,
+                        help="training steps on the shipped data (scaled with the data)")
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--fit-steps", type=int, help="steps per epoch in the fit measurements "
+                        "(default: one pass over the data)")
+    parser.add_argument("--no-anchor", action="store_true", help="skip the TFX template run")
+    parser.add_argument("--results-dir", default=RESULTS_DIR)
+    parser.add_argument("--update-readme", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        scales = sorted(float(s) for s in args.scales.split(","))
+    except ValueError:
+        parser.error(f"--scales {args.scales!r}: expected numbers separated by commas")
+    if args.repetitions < 5 and args.update_readme:
+        parser.error("the README's table needs --repetitions 5 or more")
+
+    result = results.stamp()
+    runs = run_scales(scales, args.train_steps)
+    result["scale"] = [{"label": _scale_label(t), "rows": r.rows, "train_steps": r.train_steps,
+                        "component_seconds": r.component_seconds, "seconds": r.seconds,
+                        "blessed": r.blessed} for t, _, r in runs]
+    if not args.no_anchor:
+        ours_1x = next((r for t, _, r in runs if t == 1), None)
+        if ours_1x is None:
+            parser.error("the anchor compares with the run on the shipped data: add 1 to "
+                         "--scales, or pass --no-anchor")
+        result["anchor"] = run_anchor(ours_1x, args.train_steps)
+    result["input"], result["fit"] = measure(runs[-1][1], args.repetitions, args.fit_steps)
+    for path in results.write(result, args.results_dir):
+        _say(f"wrote {path}")
+    if args.update_readme:
+        update_readme(results.markdown(result))
+        _say(f"updated the table in {README}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,151 @@
+"""Input and training throughput on Transform's output, all in one process.
+
+Every number is a median over repetitions that come after a warm-up pass, on the same files and
+the same batch size.
+"""
+
+import dataclasses
+import statistics
+import time
+
+import tensorflow as tf
+import tensorflow_transform as tft
+import tf_keras
+
+from trainer_module import data, features, model, run, strategy
+from trainer_module.config import TrainerConfig
+
+
+@dataclasses.dataclass
+class Rate:
+    """Examples per second: the median, and every repetition it is the median of."""
+
+    examples_per_s: float
+    samples: list[float]
+
+    @classmethod
+    def of(cls, examples: int, seconds: list[float]) -> "Rate":
+        rates = [examples / s for s in seconds]
+        return cls(statistics.median(rates), rates)
+
+
+@tf.function
+def _drain(iterator, batches: tf.Tensor) -> None:
+    for _ in tf.range(batches):
+        iterator.get_next()
+
+
+def _timed_pass(iterator, batches: int) -> float:
+    started = time.perf_counter()
+    _drain(iterator, tf.constant(batches, tf.int64))
+    return time.perf_counter() - started
+
+
+def _rate_of(make_dataset, batches: int, batch_size: int, repetitions: int) -> Rate:
+    """One warm-up pass, then `repetitions` timed passes, each over a fresh iterator."""
+    _timed_pass(iter(make_dataset()), batches)
+    seconds = [_timed_pass(iter(make_dataset()), batches) for _ in range(repetitions)]
+    return Rate.of(batches * batch_size, seconds)
+
+
+def raw_read(files: list[str], batch_size: int, batches: int, repetitions: int) -> Rate:
+    """GZIP TFRecords read and batched, nothing parsed: the ceiling of any cold pass."""
+    return _rate_of(lambda: tf.data.TFRecordDataset(files, compression_type="GZIP")
+                    .batch(batch_size, drop_remainder=True), batches, batch_size, repetitions)
+
+
+def tfx_reader(files: list[str], tf_transform_output: tft.TFTransformOutput, batch_size: int,
+               batches: int, repetitions: int) -> Rate:
+    """What `fn_args.data_accessor.tf_dataset_factory` builds for Transform's output:
+    tfx-bsl's TFExampleRecord TensorFlowDataset, with TensorFlowDatasetOptions' defaults."""
+    from tfx_bsl.public import tfxio
+
+    def make():
+        source = tfxio.TFExampleRecord(
+            file_pattern=files, schema=tf_transform_output.transformed_metadata.schema)
+        return source.TensorFlowDataset(tfxio.TensorFlowDatasetOptions(
+            batch_size=batch_size, label_key=features.LABEL_KEY))
+
+    return _rate_of(make, batches, batch_size, repetitions)
+
+
+def project_input(files: list[str], feature_spec: dict, batch_size: int, batches: int,
+                  repetitions: int, cached_epochs: int = 3) -> tuple[Rate, Rate]:
+    """The Trainer's input function: its first (cold) epoch, and the cached epochs after it.
+
+    Each repetition builds the dataset anew (an empty cache); the cold rate is the median of
+    the repetitions' first epochs, the cached rate the median of all their later epochs.
+    """
+    def make():
+        return data.make_dataset(files, feature_spec, batch_size, training=True)
+
+    warm = iter(make())
+    for _ in range(2):
+        _timed_pass(warm, batches)
+    cold, cached = [], []
+    for _ in range(repetitions):
+        iterator = iter(make())
+        cold.append(_timed_pass(iterator, batches))
+        cached.extend(_timed_pass(iterator, batches) for _ in range(cached_epochs))
+    examples = batches * batch_size
+    return Rate.of(examples, cold), Rate.of(examples, cached)
+
+
+class _EpochTimer(tf_keras.callbacks.Callback):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seconds: list[float] = []
+
+    def on_epoch_begin(self, epoch, logs=None) -> None:
+        self._started = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None) -> None:
+        self.seconds.append(time.perf_counter() - self._started)
+
+
+@dataclasses.dataclass(frozen=True)
+class FitSetup:
+    """What is trained, and how: the Trainer's own model, strategy and compile settings."""
+
+    tf_transform_output: tft.TFTransformOutput
+    files: list[str]
+    config: TrainerConfig
+
+    @property
+    def feature_spec(self) -> dict:
+        return self.tf_transform_output.transformed_feature_spec()
+
+
+def fit_rate(setup: FitSetup, steps: int, repetitions: int, *, synthetic: bool = False,
+             steps_per_execution: int | None = None, jit_compile: bool = False) -> Rate:
+    """model.fit examples/s: epoch 1 (tracing, and the cold input pass) is the warm-up; the
+    median is over the `repetitions` epochs after it.
+
+    synthetic=True feeds one in-memory batch, repeated, instead of the input function: the
+    same model's speed with no input pipeline at all.
+    """
+    config = setup.config
+    dist = strategy.get_distribution_strategy(config)
+    per_replica = run.per_replica_batch_size(config, dist.num_replicas_in_sync)
+    spe = steps_per_execution or run.steps_per_execution(config, strategy.is_tpu(dist))
+    if synthetic:
+        [batch] = data.make_dataset(setup.files, setup.feature_spec, per_replica,
+                                    training=True).take(1)
+        dataset = dist.distribute_datasets_from_function(
+            lambda _: tf.data.Dataset.from_tensors(batch).repeat())
+    else:
+        dataset = data.distributed_dataset(dist, setup.files, setup.feature_spec, per_replica,
+                                           training=True, seed=config.seed)
+    tf_keras.utils.set_random_seed(config.seed)
+    with dist.scope():
+        keras_model = model.build_model(config, model.category_sizes(setup.tf_transform_output))
+        model.compile_model(keras_model, config, steps_per_execution=spe,
+                            jit_compile=jit_compile)
+    timer = _EpochTimer()
+    keras_model.fit(dataset, epochs=1 + repetitions, steps_per_epoch=steps, callbacks=[timer],
+                    verbose=0)
+    return Rate.of(steps * per_replica * dist.num_replicas_in_sync, timer.seconds[1:])
+
+
+def gpu_names() -> list[str]:
+    return [d.name for d in tf.config.list_physical_devices("GPU")]
