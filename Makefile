@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # The tfx CLI finds its engines with `pip freeze`: the venv (with pip in it) comes first.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: venv run report test test-e2e tpu-check schema lint lock clean compile submit image image-tpu
+.PHONY: venv run report bench browser test test-e2e tpu-check schema lint lock clean compile submit image image-tpu
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,10 +25,22 @@ run: venv
 	$(BIN)/python pipeline/local_runner.py \
 		$(if $(DATA_DIR),--data-dir "$(DATA_DIR)") $(if $(OUTPUT_DIR),--output-dir "$(OUTPUT_DIR)")
 
+# Benchmarks (about an hour on 2 cores): generated 10× and 100× data, this project's DAG at
+# 1×/10×/100×, the TFX taxi template's DAG, input and training throughput. Results go to
+# bench/results/ and the README's table. BENCH_ARGS passes options (python -m bench.run -h).
+bench: venv
+	$(BIN)/python -m bench.run --update-readme $(BENCH_ARGS)
+
+# The report test opens pages in headless Chromium through ChromeDriver (Debian packages).
+browser:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	else echo "the report test needs Chromium and ChromeDriver: sudo apt-get install chromium chromium-driver" >&2; exit 2; fi
+
 # Tests run on two processes (pytest-xdist): the end-to-end runs spend most of their time in
 # single-threaded start-up. TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 2
-test: venv
+test: venv browser
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # The HTML report of the latest run in output/ (or OUTPUT_DIR); `make run` writes it too.
@@ -36,7 +48,7 @@ report: venv
 	$(BIN)/python -m pipeline.report $(if $(OUTPUT_DIR),--output-dir "$(OUTPUT_DIR)")
 
 # The end-to-end DAG runs alone.
-test-e2e: venv
+test-e2e: venv browser
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m e2e
 
 # Does the Trainer's step compile with XLA and keep static shapes? Needs a `make run` first.
@@ -69,11 +81,11 @@ image-tpu:
 	docker push "$(TPU_TRAINER_IMAGE)"
 
 lint: venv
-	$(BIN)/ruff check pipeline trainer_module tests
+	$(BIN)/ruff check pipeline trainer_module bench tests
 
 # Re-pin every dependency after editing pyproject.toml.
 lock: venv
 	$(BIN)/uv pip compile --python-version 3.11 --extra dev --extra report pyproject.toml -o requirements.lock
 
 clean:
-	rm -rf output build
+	rm -rf output build bench/work

@@ -12,6 +12,7 @@ import dataclasses
 import glob
 import os
 import re
+import shutil
 import sys
 import time
 
@@ -34,12 +35,22 @@ def _scale_label(times: float) -> str:
     return "shipped data" if times == 1 else f"{times:g}× shipped data"
 
 
+def shipped_csv_dir() -> str:
+    """The shipped CSV files alone: the TFX template reads every file in its data dir, and
+    data/ also holds a README."""
+    out = os.path.join(WORK_DIR, "data_1x")
+    os.makedirs(out, exist_ok=True)
+    for path in glob.glob(os.path.join(generate.SHIPPED_DATA, "*.csv")):
+        shutil.copy2(path, out)
+    return out
+
+
 def run_scales(scales: list[float], base_steps: int) -> list[tuple[float, str, dag.DagRun]]:
     """Our DAG from scratch at each scale; returns (times, output dir, run) per scale."""
     runs = []
     for times in scales:
         if times == 1:
-            data_dir, rows = generate.SHIPPED_DATA, len(generate.source_rows()[1])
+            data_dir, rows = shipped_csv_dir(), len(generate.source_rows()[1])
         else:
             data_dir = os.path.join(WORK_DIR, f"data_{times:g}x")
             _say(f"generating {times:g}× the shipped data in {data_dir}")
@@ -56,7 +67,7 @@ def run_scales(scales: list[float], base_steps: int) -> list[tuple[float, str, d
 def run_anchor(ours: dag.DagRun, base_steps: int) -> dict:
     work = os.path.join(WORK_DIR, "taxi_template")
     _say(f"TFX taxi template on the shipped data, {base_steps} training steps → {work}")
-    template = dag.run_template(work, generate.SHIPPED_DATA, ours.rows, base_steps)
+    template = dag.run_template(work, shipped_csv_dir(), ours.rows, base_steps)
     stages = [{"template_node": t, "project_node": p, "template": template.seconds.get(t, 0.0),
                "project": ours.seconds.get(p, 0.0)} for t, p in dag.STAGES.items()]
     return {"rows": ours.rows, "train_steps": base_steps, "stages": stages,
@@ -74,20 +85,19 @@ def transform_outputs(output_dir: str) -> tuple[str, list[str]]:
     return graph.uri, files
 
 
-def measure(output_dir: str, repetitions: int, fit_steps: int | None) -> tuple[dict, dict]:
-    """Input rows, the input-bound fraction and the knobs, on one run's Transform output."""
+def measure(graph_dir: str, files: list[str], config, repetitions: int,
+            fit_steps: int | None) -> tuple[dict, dict]:
+    """Input rows, the input-bound fraction and the knobs, on Transform's output, with the
+    Trainer's settings `config` (a TrainerConfig)."""
     import tensorflow as tf
     import tensorflow_transform as tft
 
     from bench import throughput
     from trainer_module import data
     from trainer_module import run as trainer_run
-    from trainer_module.config import TrainerConfig
 
-    graph_dir, files = transform_outputs(output_dir)
     tf_transform_output = tft.TFTransformOutput(graph_dir)
     feature_spec = tf_transform_output.transformed_feature_spec()
-    config = TrainerConfig()
     batch = config.per_replica_batch_size
     rows = int(tf.data.TFRecordDataset(files, compression_type="GZIP").reduce(
         tf.constant(0, tf.int64), lambda n, _: n + 1))
@@ -175,7 +185,11 @@ def main(argv: list[str]) -> int:
             parser.error("the anchor compares with the run on the shipped data: add 1 to "
                          "--scales, or pass --no-anchor")
         result["anchor"] = run_anchor(ours_1x, args.train_steps)
-    result["input"], result["fit"] = measure(runs[-1][1], args.repetitions, args.fit_steps)
+    from trainer_module.config import TrainerConfig
+
+    graph_dir, files = transform_outputs(runs[-1][1])
+    result["input"], result["fit"] = measure(graph_dir, files, TrainerConfig(), args.repetitions,
+                                             args.fit_steps)
     for path in results.write(result, args.results_dir):
         _say(f"wrote {path}")
     if args.update_readme:

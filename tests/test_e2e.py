@@ -18,11 +18,11 @@ import time
 
 import numpy as np
 import pytest
-import report_page
 import tensorflow as tf
 from ml_metadata.proto import metadata_store_pb2
 
 import mlmd_records
+import report_page
 import taxi_rows
 from pipeline.pipeline_config import REPO_ROOT
 from trainer_module import features

@@ -304,7 +304,9 @@ def test_killed_trainer_resumes_from_its_last_checkpoint(transformed_data, tmp_p
 
 
 def _has_checkpoint(backup_dir: str) -> bool:
+    """A complete checkpoint: the manager writes its `checkpoint` state file last, after the
+    data and .index files (a kill between the two leaves nothing to restore)."""
     for _, _, files in os.walk(backup_dir):
-        if any(f.endswith(".index") for f in files):
+        if "checkpoint" in files and any(f.endswith(".index") for f in files):
             return True
     return False

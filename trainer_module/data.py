@@ -1,8 +1,9 @@
 """Input pipeline over Transform's materialized examples (GZIP TFRecords).
 
-Order: read → batch(drop_remainder) → parse_example (vectorized) → cache → shuffle → repeat →
-mix examples across batches → prefetch. Parsing whole batches is ~15× faster than tfx-bsl's
-per-example reader; every tensor has a fully static shape, so a TPU compiles the step once.
+Order: read and batch per file → rebatch(drop_remainder) → parse_example (vectorized) → cache
+→ shuffle → repeat → mix examples across batches → prefetch. Parsing whole batches is several
+times faster than tfx-bsl's per-example reader (`make bench` measures both); every tensor has a
+fully static shape, so a TPU compiles the step once.
 """
 
 import tensorflow as tf
@@ -39,6 +40,11 @@ def list_files(file_patterns: str | list[str]) -> list[str]:
     if not files:
         raise InputError(f"no files match {patterns}: expected Transform's transformed_examples")
     return files
+
+
+def _records(path: tf.Tensor, shard: tf.distribute.InputContext | None) -> tf.data.Dataset:
+    records = tf.data.TFRecordDataset(path, compression_type="GZIP")
+    return records.shard(shard.num_input_pipelines, shard.input_pipeline_id) if shard else records
 
 
 def _split_label(parsed: dict[str, tf.Tensor]) -> tuple[dict[str, tf.Tensor], tf.Tensor]:
@@ -87,15 +93,15 @@ def make_dataset(
             ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
         else:
             shard_records = True
+    # Records cross threads in batches, never one by one (a per-record parallel interleave
+    # tops out near 45k records/s): each file is read and batched where it is decompressed,
+    # and rebatch makes every batch full again across file ends.
     ds = ds.interleave(
-        lambda f: tf.data.TFRecordDataset(f, compression_type="GZIP"),
+        lambda f: _records(f, input_context if shard_records else None).batch(batch_size),
         cycle_length=min(len(files), 8),
         num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True,
     )
-    if shard_records:
-        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-    ds = ds.batch(batch_size, drop_remainder=True)
+    ds = ds.rebatch(batch_size, drop_remainder=True)
     ds = ds.map(
         lambda records: _split_label(tf.io.parse_example(records, feature_spec)),
         num_parallel_calls=tf.data.AUTOTUNE,

@@ -1,0 +1,121 @@
+"""A small smoke of `make bench`'s harness: the data generator, the template preparation and
+every measurement, on tiny inputs (the real numbers come from `make bench`, never from tests)."""
+
+import csv
+import json
+import math
+import os
+
+import pytest
+
+import taxi_rows
+from bench import dag, generate, results
+from bench import run as bench_run
+from pipeline import pipeline_config
+from trainer_module import features
+from trainer_module.config import TrainerConfig
+
+
+def _read(out_dir) -> list[dict[str, str]]:
+    rows = []
+    for path in sorted(out_dir.glob("*.csv")):
+        with open(path, newline="", encoding="utf-8") as f:
+            rows.extend(csv.DictReader(f))
+    return rows
+
+
+def test_generated_copies_are_jittered_inside_the_schema_and_keep_each_trips_label(tmp_path,
+                                                                                   monkeypatch):
+    monkeypatch.setattr(generate, "ROWS_PER_FILE", 20_000)  # several files, as at 100×
+    source = taxi_rows.read_rows()
+    total = generate.generate(2.5, str(tmp_path))
+    rows = _read(tmp_path)
+    assert total == len(rows) == round(2.5 * len(source))
+    assert len(list(tmp_path.glob("*.csv"))) == math.ceil(total / 20_000)
+    assert rows[:len(source)] == source  # the first copy is the shipped data itself
+    schema = pipeline_config.load_schema(pipeline_config.DEFAULT_SCHEMA_PATH)
+    pipeline_config.check_data_dir(str(tmp_path), schema, "schema")  # the runner's CSV check
+
+    domains = {f.name: f for f in schema.feature}
+    changed = 0
+    for i, row in enumerate(rows[len(source):], start=len(source)):
+        original = source[i % len(source)]
+        changed += row != original
+        for key, value in row.items():
+            assert (value == "") == (original[key] == ""), (i, key)  # missing stays missing
+            feature = domains[key]
+            if value and feature.HasField("float_domain"):
+                assert feature.float_domain.min <= float(value), (i, key, value)
+                if feature.float_domain.HasField("max"):
+                    assert float(value) <= feature.float_domain.max, (i, key, value)
+            if value and feature.HasField("int_domain"):
+                assert int(value) >= feature.int_domain.min, (i, key, value)
+        for key in ("payment_type", "company", "trip_start_hour", "trip_start_day"):
+            assert row[key] == original[key]
+        fare, tips = float(row[features.FARE_KEY] or 0), float(row[features.TIPS_KEY] or 0)
+        fare0, tips0 = (float(original[features.FARE_KEY] or 0),
+                        float(original[features.TIPS_KEY] or 0))
+        if fare0 > 1 and abs(tips0 / fare0 - features.BIG_TIPPER_FRACTION) > 0.01:
+            assert (tips > features.BIG_TIPPER_FRACTION * fare) == \
+                (tips0 > features.BIG_TIPPER_FRACTION * fare0), (i, row, original)
+    assert changed > 0.9 * (total - len(source))
+
+
+def test_generator_refuses_a_non_positive_size(tmp_path):
+    with pytest.raises(ValueError, match="times=0"):
+        generate.generate(0, str(tmp_path))
+
+
+def test_template_copy_has_every_component_enabled_and_reads_the_given_data(tmp_path):
+    work = dag.prepare_template(str(tmp_path / "template"), str(tmp_path / "data"), 7)
+    with open(os.path.join(work, "pipeline", "pipeline.py")) as f:
+        pipeline_py = f.read()
+    for name in dag.TEMPLATE_COMPONENTS:
+        assert f"\n  components.append({name})" in pipeline_py or \
+            f"\n    components.append({name})" in pipeline_py, name
+    assert "# components.append" not in pipeline_py
+    with open(os.path.join(work, "pipeline", "configs.py")) as f:
+        assert "\nTRAIN_NUM_STEPS = 7\n" in f.read()
+    with open(os.path.join(work, "local_runner.py")) as f:
+        assert f"DATA_PATH = {str(tmp_path / 'data')!r}" in f.read()
+
+
+def test_measurements_and_results_on_a_small_transform_output(transformed_data, tmp_path):
+    config = TrainerConfig(per_replica_batch_size=64)
+    input_result, fit_result = bench_run.measure(
+        transformed_data.transform_dir, [transformed_data.train_files], config, repetitions=2,
+        fit_steps=3)
+    batches = transformed_data.train_rows // 64
+    assert input_result["rows"] == transformed_data.train_rows
+    for key in ("raw_read", "tfx_reader", "project_cold", "project_cached"):
+        rate = input_result[key]
+        assert rate["examples_per_s"] > 0 and len(rate["samples"]) >= 2, key
+    assert len(input_result["project_cached"]["samples"]) == 2 * 3  # 3 cached epochs each
+    assert [r["label"].split(":")[0] for r in fit_result["rows"]] == ["CPU"] * 4
+    assert all(len(r["samples"]) == 2 for r in fit_result["rows"])
+    assert fit_result["input_bound_fraction"] == pytest.approx(
+        fit_result["rows"][1]["examples_per_s"] / fit_result["rows"][0]["examples_per_s"])
+    assert batches * 64 <= input_result["rows"]
+
+    result = {**results.stamp(), "input": input_result, "fit": fit_result}
+    json_path, md_path, png_path = results.write(result, str(tmp_path))
+    with open(json_path) as f:
+        assert json.load(f)["machine"]["cores"] == os.cpu_count()
+    with open(md_path) as f:
+        table = f.read()
+    assert "| TFX's reader (tfxio TensorFlowDataset, defaults) |" in table
+    assert "Input-bound fraction" in table and "tensorflow 2.16.2" in table
+    assert "GPU: none on this machine" in table
+    with open(png_path, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_readme_table_is_replaced_between_its_markers(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{bench_run.README_BEGIN}\nold\n{bench_run.README_END}\nrest\n")
+    bench_run.update_readme("| new | table |", str(readme))
+    assert readme.read_text() == (f"intro\n{bench_run.README_BEGIN}\n| new | table |\n"
+                                  f"{bench_run.README_END}\nrest\n")
+    readme.write_text("no markers\n")
+    with pytest.raises(ValueError, match="expected one"):
+        bench_run.update_readme("x", str(readme))
