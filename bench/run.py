@@ -174,16 +174,17 @@ def main(argv: list[str]) -> int:
     if args.repetitions < 5 and args.update_readme:
         parser.error("the README's table needs --repetitions 5 or more")
 
+    if not args.no_anchor and 1 not in scales:
+        parser.error("the anchor compares with the run on the shipped data: add 1 to --scales, "
+                     "or pass --no-anchor")
+
     result = results.stamp()
     runs = run_scales(scales, args.train_steps)
     result["scale"] = [{"label": _scale_label(t), "rows": r.rows, "train_steps": r.train_steps,
                         "component_seconds": r.component_seconds, "seconds": r.seconds,
                         "blessed": r.blessed} for t, _, r in runs]
     if not args.no_anchor:
-        ours_1x = next((r for t, _, r in runs if t == 1), None)
-        if ours_1x is None:
-            parser.error("the anchor compares with the run on the shipped data: add 1 to "
-                         "--scales, or pass --no-anchor")
+        ours_1x = next(r for t, _, r in runs if t == 1)
         result["anchor"] = run_anchor(ours_1x, args.train_steps)
     from trainer_module.config import TrainerConfig
 

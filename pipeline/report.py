@@ -133,6 +133,8 @@ def evaluation(uri: str) -> Evaluation:
 
 
 def _thresholds(name: str, label: str, threshold, values: dict[str, float]) -> list[Threshold]:
+    from tensorflow_model_analysis.proto import config_pb2
+
     rows = []
     if threshold.HasField("value_threshold"):
         bounds = threshold.value_threshold
@@ -149,10 +151,15 @@ def _thresholds(name: str, label: str, threshold, values: dict[str, float]) -> l
         change = threshold.change_threshold
         diff = values.get(f"{name}_diff")
         allowed = change.absolute.value if change.HasField("absolute") else 0.0
-        rule = ("no drop vs. the last blessed model" if allowed > -1e-6
-                else f"change vs. the last blessed model ≥ {allowed:+.4f}")
-        rows.append(Threshold(name, label, rule, diff,
-                              None if diff is None else diff >= allowed))
+        if change.direction == config_pb2.MetricDirection.LOWER_IS_BETTER:
+            rule = (f"change vs. the last blessed model ≤ {allowed:+.4f}" if allowed > 1e-6
+                    else "no rise vs. the last blessed model")
+            passed = None if diff is None else diff <= allowed
+        else:
+            rule = (f"change vs. the last blessed model ≥ {allowed:+.4f}" if allowed < -1e-6
+                    else "no drop vs. the last blessed model")
+            passed = None if diff is None else diff >= allowed
+        rows.append(Threshold(name, label, rule, diff, passed))
     return rows
 
 
