@@ -37,6 +37,10 @@ def _rate(value: float) -> str:
     return f"{value / 1e6:.2f}M" if value >= 1e6 else f"{value / 1e3:.0f}k"
 
 
+def _yes_no(value: bool | None) -> str:
+    return {True: "yes", False: "no", None: "—"}[value]
+
+
 def _target(ok: bool | None) -> str:
     return "" if ok is None else (" ✅" if ok else " ❌")
 
@@ -87,13 +91,19 @@ def markdown(result: dict) -> str:
         if not f["gpus"]:
             lines += ["GPU: none on this machine, so there is no GPU row.", ""]
     if "scale" in result:
-        lines += ["**Scale**: the whole DAG from scratch, training steps scaled with the data:",
-                  "", "| data | rows | train steps | component seconds | rows/s | blessed |",
-                  "|---|---:|---:|---:|---:|---|"]
+        first = result["scale"][0]
+        lines += ["**Scale**: the whole DAG from scratch, training steps scaled with the data "
+                  "(cost ÷ linear: seconds relative to the smallest run, divided by rows "
+                  "relative to it; ≤ 1 is no worse than linear):",
+                  "", "| data | rows | train steps | component seconds | rows/s | cost ÷ linear "
+                  "| blessed |", "|---|---:|---:|---:|---:|---:|---|"]
         for run in result["scale"]:
+            vs_linear = ((run["component_seconds"] / first["component_seconds"])
+                         / (run["rows"] / first["rows"]))
             lines.append(f"| {run['label']} | {run['rows']:,} | {run['train_steps']:,} | "
                          f"{run['component_seconds']:.1f} | "
-                         f"{run['rows'] / run['component_seconds']:,.0f} | {run['blessed']} |")
+                         f"{run['rows'] / run['component_seconds']:,.0f} | {vs_linear:.2f} | "
+                         f"{_yes_no(run['blessed'])} |")
         lines.append("")
     if "anchor" in result:
         a = result["anchor"]

@@ -10,6 +10,7 @@ throughput measurements last, so no measurement shares the CPU with another.
 import argparse
 import dataclasses
 import glob
+import json
 import os
 import re
 import shutil
@@ -166,7 +167,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-anchor", action="store_true", help="skip the TFX template run")
     parser.add_argument("--results-dir", default=RESULTS_DIR)
     parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--from-json", metavar="BENCH_JSON",
+                        help="measure nothing: write the table, chart (and README) again from "
+                             "an earlier bench.json")
     args = parser.parse_args(argv)
+    if args.from_json:
+        with open(args.from_json) as f:
+            return _publish(json.load(f), args.results_dir, args.update_readme)
     try:
         scales = sorted(float(s) for s in args.scales.split(","))
     except ValueError:
@@ -191,9 +198,13 @@ def main(argv: list[str]) -> int:
     graph_dir, files = transform_outputs(runs[-1][1])
     result["input"], result["fit"] = measure(graph_dir, files, TrainerConfig(), args.repetitions,
                                              args.fit_steps)
-    for path in results.write(result, args.results_dir):
+    return _publish(result, args.results_dir, args.update_readme)
+
+
+def _publish(result: dict, results_dir: str, readme: bool) -> int:
+    for path in results.write(result, results_dir):
         _say(f"wrote {path}")
-    if args.update_readme:
+    if readme:
         update_readme(results.markdown(result))
         _say(f"updated the table in {README}")
     return 0

@@ -109,6 +109,10 @@ def test_measurements_and_results_on_a_small_transform_output(transformed_data, 
     with open(png_path, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 
+    # The table and chart can be written again from the JSON alone.
+    assert bench_run.main(["--from-json", json_path, "--results-dir", str(tmp_path / "again")]) == 0
+    assert (tmp_path / "again" / "bench.md").read_text() == table
+
 
 def test_readme_table_is_replaced_between_its_markers(tmp_path):
     readme = tmp_path / "README.md"
