@@ -77,8 +77,8 @@ def markdown(result: dict) -> str:
         f = result["fit"]
         lines += [
             f"**Training throughput** (`model.fit`, the Trainer's model and strategy, "
-            f"{f['steps']} steps per epoch, median of {f['repetitions']} epochs after the "
-            "first):",
+            f"{f['steps']} steps per epoch, median of {f['repetitions']} epochs after a "
+            "warm-up epoch; the first two rows' epochs alternate):",
             "",
             "| setting | examples/s |",
             "|---|---:|",
@@ -86,7 +86,8 @@ def markdown(result: dict) -> str:
         for row in f["rows"]:
             lines.append(f"| {row['label']} | {_rate(row['examples_per_s'])} |")
         ok = _target(f["input_bound_fraction"] >= 0.95)
-        lines += ["", f"Input-bound fraction (real input ÷ synthetic in-memory batch): "
+        lines += ["", f"Input-bound fraction (input function ÷ synthetic in-memory batch, "
+                      "median of the alternating epochs' ratios): "
                       f"**{f['input_bound_fraction']:.3f}** (target ≥ 0.95{ok}).", ""]
         if not f["gpus"]:
             lines += ["GPU: none on this machine, so there is no GPU row.", ""]

@@ -121,24 +121,27 @@ def measure(graph_dir: str, files: list[str], config, repetitions: int,
     setup = throughput.FitSetup(tf_transform_output, files, config)
     steps = fit_steps or batches  # a full pass: the epochs after the first are served cached
     configured = trainer_run.steps_per_execution(config, on_tpu=False)
-    variants = [
-        ("synthetic in-memory batch, steps_per_execution "
-         f"{configured}", dict(synthetic=True)),
-        (f"input function, steps_per_execution {configured} (the Trainer's setting)", {}),
+    real, synthetic, fraction = throughput.input_bound(setup, steps, repetitions)
+    fit_rows = [("synthetic in-memory batch, steps_per_execution "
+                 f"{configured}", synthetic),
+                (f"input function, steps_per_execution {configured} (the Trainer's setting)",
+                 real)]
+    _say(f"  fit, input function {real.examples_per_s:,.0f} ex/s, synthetic batch "
+         f"{synthetic.examples_per_s:,.0f} ex/s: input-bound fraction {fraction:.3f}")
+    for label, kwargs in (
         ("input function, steps_per_execution 1", dict(steps_per_execution=1)),
         (f"input function, steps_per_execution {configured}, XLA (jit_compile)",
          dict(jit_compile=True)),
-    ]
-    gpus = throughput.gpu_names()
-    fit_rows = []
-    for label, kwargs in variants:
+    ):
         rate = throughput.fit_rate(setup, steps, repetitions, **kwargs)
         _say(f"  fit, {label}: {rate.examples_per_s:,.0f} ex/s")
-        fit_rows.append({"label": f"CPU: {label}" if not gpus else f"GPU: {label}",
-                         **dataclasses.asdict(rate)})
-    fit_result = {"steps": steps, "repetitions": repetitions, "rows": fit_rows, "gpus": gpus,
-                  "input_bound_fraction": fit_rows[1]["examples_per_s"]
-                  / fit_rows[0]["examples_per_s"]}
+        fit_rows.append((label, rate))
+    gpus = throughput.gpu_names()
+    device = "GPU" if gpus else "CPU"
+    fit_result = {"steps": steps, "repetitions": repetitions, "gpus": gpus,
+                  "rows": [{"label": f"{device}: {label}", **dataclasses.asdict(rate)}
+                           for label, rate in fit_rows],
+                  "input_bound_fraction": fraction}
     return input_result, fit_result
 
 

@@ -116,14 +116,10 @@ class FitSetup:
         return self.tf_transform_output.transformed_feature_spec()
 
 
-def fit_rate(setup: FitSetup, steps: int, repetitions: int, *, synthetic: bool = False,
-             steps_per_execution: int | None = None, jit_compile: bool = False) -> Rate:
-    """model.fit examples/s: epoch 1 (tracing, and the cold input pass) is the warm-up; the
-    median is over the `repetitions` epochs after it.
-
-    synthetic=True feeds one in-memory batch, repeated, instead of the input function: the
-    same model's speed with no input pipeline at all.
-    """
+def _fit_model(setup: FitSetup, *, synthetic: bool, steps_per_execution: int | None,
+               jit_compile: bool):
+    """The Trainer's model, compiled as the Trainer does, and what it is fed; returns
+    (model, dataset, global batch)."""
     config = setup.config
     dist = strategy.get_distribution_strategy(config)
     per_replica = run.per_replica_batch_size(config, dist.num_replicas_in_sync)
@@ -141,10 +137,43 @@ def fit_rate(setup: FitSetup, steps: int, repetitions: int, *, synthetic: bool =
         keras_model = model.build_model(config, model.category_sizes(setup.tf_transform_output))
         model.compile_model(keras_model, config, steps_per_execution=spe,
                             jit_compile=jit_compile)
+    return keras_model, dataset, per_replica * dist.num_replicas_in_sync
+
+
+def _fit_epoch(keras_model, dataset, steps: int) -> float:
     timer = _EpochTimer()
-    keras_model.fit(dataset, epochs=1 + repetitions, steps_per_epoch=steps, callbacks=[timer],
-                    verbose=0)
-    return Rate.of(steps * per_replica * dist.num_replicas_in_sync, timer.seconds[1:])
+    keras_model.fit(dataset, epochs=1, steps_per_epoch=steps, callbacks=[timer], verbose=0)
+    return timer.seconds[0]
+
+
+def fit_rate(setup: FitSetup, steps: int, repetitions: int, *,
+             steps_per_execution: int | None = None, jit_compile: bool = False) -> Rate:
+    """model.fit examples/s with the input function: one epoch of warm-up (tracing, and the
+    cold input pass when `steps` covers the data), then the median of `repetitions` epochs."""
+    keras_model, dataset, batch = _fit_model(setup, synthetic=False,
+                                             steps_per_execution=steps_per_execution,
+                                             jit_compile=jit_compile)
+    _fit_epoch(keras_model, dataset, steps)
+    return Rate.of(steps * batch, [_fit_epoch(keras_model, dataset, steps)
+                                   for _ in range(repetitions)])
+
+
+def input_bound(setup: FitSetup, steps: int, repetitions: int) -> tuple[Rate, Rate, float]:
+    """The same model fed by the input function and by one in-memory batch, repeated.
+
+    Their epochs alternate, so a machine that speeds up or slows down during the measurement
+    moves both alike; the fraction is the median of the per-pair ratios. Returns (input
+    function rate, synthetic rate, fraction).
+    """
+    real = _fit_model(setup, synthetic=False, steps_per_execution=None, jit_compile=False)
+    synthetic = _fit_model(setup, synthetic=True, steps_per_execution=None, jit_compile=False)
+    for keras_model, dataset, _ in (real, synthetic):
+        _fit_epoch(keras_model, dataset, steps)  # tracing; the input's cold pass
+    pairs = [(_fit_epoch(real[0], real[1], steps), _fit_epoch(synthetic[0], synthetic[1], steps))
+             for _ in range(repetitions)]
+    examples = steps * real[2]
+    return (Rate.of(examples, [r for r, _ in pairs]), Rate.of(examples, [s for _, s in pairs]),
+            statistics.median(s / r for r, s in pairs))
 
 
 def gpu_names() -> list[str]:
