@@ -21,7 +21,8 @@ TEMPLATE_NAME = "taxi-template"
 TEMPLATE_COMPONENTS = ("statistics_gen", "schema_gen", "example_validator", "transform",
                        "trainer", "model_resolver", "evaluator", "pusher")
 # Same stages side by side: the template infers a schema (SchemaGen) where this project imports
-# its curated one (ImportSchemaGen), and has no AnomalyGate.
+# its curated one (ImportSchemaGen); its DAG has an ExampleValidator only with an imported
+# schema, and no AnomalyGate.
 STAGES = {"CsvExampleGen": "CsvExampleGen", "StatisticsGen": "StatisticsGen",
           "SchemaGen": "ImportSchemaGen", "ExampleValidator": "ExampleValidator",
           "Transform": "Transform", "Trainer": "Trainer", "Evaluator": "Evaluator",
@@ -36,9 +37,11 @@ class BenchRunError(RuntimeError):
 class DagRun:
     rows: int
     train_steps: int
+    train_batch: int  # examples per training step
     seconds: dict[str, float]  # node id → seconds
     states: dict[str, str]
     blessed: bool | None
+    eval_accuracy: float | None  # the Evaluator's overall binary_accuracy
 
     @property
     def component_seconds(self) -> float:
@@ -55,12 +58,26 @@ def _run(command: list[str], cwd: str, env: dict[str, str], log_path: str) -> No
                             f":\n{tail}")
 
 
-def _record(metadata_path: str, pipeline_name: str, rows: int, steps: int) -> DagRun:
+def _record(metadata_path: str, pipeline_name: str, rows: int, steps: int, batch: int,
+            cwd: str = REPO_ROOT) -> DagRun:
+    """The run's record in MLMD; `cwd` is where the run started (the template's artifact URIs
+    are relative to it)."""
     summary = run_summary.latest_run(metadata_path, pipeline_name)
     if summary is None or not summary.succeeded:
         raise BenchRunError(f"no successful run of {pipeline_name} in {metadata_path}")
-    return DagRun(rows, steps, {n.node_id: n.seconds for n in summary.nodes.values()},
-                  {n.node_id: n.state for n in summary.nodes.values()}, summary.blessed)
+    metrics = run_summary.overall_metrics(os.path.join(cwd, summary.evaluation_uri))
+    return DagRun(rows, steps, batch, {n.node_id: n.seconds for n in summary.nodes.values()},
+                  {n.node_id: n.state for n in summary.nodes.values()}, summary.blessed,
+                  metrics.get("binary_accuracy"))
+
+
+def _read_int(path: str, pattern: str) -> int:
+    """A number a run printed or a file sets (the first group of `pattern`)."""
+    with open(path) as f:
+        match = re.search(pattern, f.read(), flags=re.M)
+    if match is None:
+        raise BenchRunError(f"{path}: no line matches {pattern!r}")
+    return int(match.group(1))
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -76,8 +93,9 @@ def run_ours(data_dir: str, output_dir: str, rows: int, train_steps: int) -> Dag
     _run([sys.executable, RUNNER, "--data-dir", data_dir, "--output-dir", output_dir,
           "--train-steps", str(train_steps)], REPO_ROOT, _env(),
          os.path.join(output_dir, "run.log"))
+    batch = _read_int(os.path.join(output_dir, "run.log"), r"global batch=(\d+)")
     return _record(os.path.join(output_dir, "metadata", "metadata.db"), "taxi-tpu", rows,
-                   train_steps)
+                   train_steps, batch)
 
 
 def prepare_template(work_dir: str, data_dir: str, train_steps: int) -> str:
@@ -113,5 +131,7 @@ def run_template(work_dir: str, data_dir: str, rows: int, train_steps: int) -> D
     prepare_template(work_dir, data_dir, train_steps)
     _run([sys.executable, "local_runner.py"], work_dir, _env(PYTHONPATH=work_dir),
          os.path.join(work_dir, "run.log"))
+    batch = _read_int(os.path.join(work_dir, "models", "keras_model", "constants.py"),
+                      r"^TRAIN_BATCH_SIZE = (\d+)")
     return _record(os.path.join(work_dir, "tfx_metadata", TEMPLATE_NAME, "metadata.db"),
-                   TEMPLATE_NAME, rows, train_steps)
+                   TEMPLATE_NAME, rows, train_steps, batch, cwd=work_dir)

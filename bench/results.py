@@ -6,6 +6,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import textwrap
 
 LIBRARIES = ("tfx", "tensorflow", "tensorflow-transform", "tfx-bsl", "apache-beam",
              "tensorflow-model-analysis", "ml-metadata", "tf-keras")
@@ -35,6 +36,14 @@ def stamp() -> dict:
 
 def _rate(value: float) -> str:
     return f"{value / 1e6:.2f}M" if value >= 1e6 else f"{value / 1e3:.0f}k"
+
+
+def _seconds(value: float | None) -> str:
+    return "— (not in its DAG)" if value is None else f"{value:.1f}"
+
+
+def _num(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4f}"
 
 
 def _yes_no(value: bool | None) -> str:
@@ -117,10 +126,19 @@ def markdown(result: dict) -> str:
             "|---|---:|---:|",
         ]
         for stage in a["stages"]:
-            lines.append(f"| {stage['template_node']} / {stage['project_node']} | "
-                         f"{stage['template']:.1f} | {stage['project']:.1f} |")
+            names = dict.fromkeys((stage["template_node"], stage["project_node"]))
+            lines.append(f"| {' / '.join(names)} | {_seconds(stage['template'])} | "
+                         f"{_seconds(stage['project'])} |")
         lines.append(f"| all components | {a['template_total']:.1f} | "
                      f"{a['project_total']:.1f} |")
+        trainer = {s["template_node"]: s for s in a["stages"]}["Trainer"]
+        lines.append(f"| Trainer examples/s (steps × batch ÷ seconds) | "
+                     f"{a['train_steps'] * a['template_batch'] / trainer['template']:,.0f} "
+                     f"(batch {a['template_batch']}) | "
+                     f"{a['train_steps'] * a['project_batch'] / trainer['project']:,.0f} "
+                     f"(batch {a['project_batch']}) |")
+        lines.append(f"| Evaluator's overall binary accuracy | {_num(a['template_accuracy'])} "
+                     f"| {_num(a['project_accuracy'])} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -132,19 +150,25 @@ def chart(result: dict, path: str) -> None:
     import matplotlib.pyplot as plt
 
     panels = [k for k in ("input", "fit", "scale", "anchor") if k in result]
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
-    for ax, panel in zip(axes[0], panels, strict=True):
+    columns = min(2, len(panels))
+    grid_rows = -(-len(panels) // columns)
+    fig, axes = plt.subplots(grid_rows, columns, figsize=(7 * columns, 4.5 * grid_rows),
+                             squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    for ax, panel in zip(axes.flat, panels, strict=False):
         if panel == "input":
             i = result["input"]
             keys = ("raw_read", "tfx_reader", "project_cold", "project_cached")
-            labels = ("raw read", "TFX reader", "ours, cold", "ours, cached")
+            labels = ("raw read", "TFX's\nreader", "ours,\ncold epoch", "ours,\ncached")
             ax.bar(labels, [i[k]["examples_per_s"] for k in keys],
                    color=["#8c959f", "#d1242f", "#1f6feb", "#0a3069"])
             ax.set_yscale("log")
             ax.set_title("input examples/s (log)")
         elif panel == "fit":
             rows = result["fit"]["rows"]
-            ax.barh([r["label"] for r in rows], [r["examples_per_s"] for r in rows])
+            ax.barh([textwrap.fill(r["label"], 30) for r in rows],
+                    [r["examples_per_s"] for r in rows])
             ax.invert_yaxis()
             ax.set_title("training examples/s")
         elif panel == "scale":
@@ -163,9 +187,9 @@ def chart(result: dict, path: str) -> None:
         else:
             stages = result["anchor"]["stages"]
             y = range(len(stages))
-            ax.barh([v - 0.2 for v in y], [s["template"] for s in stages], height=0.4,
+            ax.barh([v - 0.2 for v in y], [s["template"] or 0 for s in stages], height=0.4,
                     label="TFX template", color="#d1242f")
-            ax.barh([v + 0.2 for v in y], [s["project"] for s in stages], height=0.4,
+            ax.barh([v + 0.2 for v in y], [s["project"] or 0 for s in stages], height=0.4,
                     label="this project", color="#1f6feb")
             ax.set_yticks(list(y), [s["template_node"] for s in stages])
             ax.invert_yaxis()

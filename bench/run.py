@@ -69,11 +69,14 @@ def run_anchor(ours: dag.DagRun, base_steps: int) -> dict:
     work = os.path.join(WORK_DIR, "taxi_template")
     _say(f"TFX taxi template on the shipped data, {base_steps} training steps → {work}")
     template = dag.run_template(work, shipped_csv_dir(), ours.rows, base_steps)
-    stages = [{"template_node": t, "project_node": p, "template": template.seconds.get(t, 0.0),
-               "project": ours.seconds.get(p, 0.0)} for t, p in dag.STAGES.items()]
+    stages = [{"template_node": t, "project_node": p, "template": template.seconds.get(t),
+               "project": ours.seconds.get(p)} for t, p in dag.STAGES.items()]
     return {"rows": ours.rows, "train_steps": base_steps, "stages": stages,
             "template_total": template.component_seconds,
-            "project_total": ours.component_seconds, "template_blessed": template.blessed}
+            "project_total": ours.component_seconds, "template_blessed": template.blessed,
+            "template_batch": template.train_batch, "project_batch": ours.train_batch,
+            "template_accuracy": template.eval_accuracy,
+            "project_accuracy": ours.eval_accuracy}
 
 
 def transform_outputs(output_dir: str) -> tuple[str, list[str]]:
@@ -192,7 +195,8 @@ def main(argv: list[str]) -> int:
     runs = run_scales(scales, args.train_steps)
     result["scale"] = [{"label": _scale_label(t), "rows": r.rows, "train_steps": r.train_steps,
                         "component_seconds": r.component_seconds, "seconds": r.seconds,
-                        "blessed": r.blessed} for t, _, r in runs]
+                        "blessed": r.blessed, "eval_accuracy": r.eval_accuracy}
+                       for t, _, r in runs]
     if not args.no_anchor:
         ours_1x = next(r for t, _, r in runs if t == 1)
         result["anchor"] = run_anchor(ours_1x, args.train_steps)
