@@ -25,7 +25,7 @@ run: venv
 	$(BIN)/python pipeline/local_runner.py \
 		$(if $(DATA_DIR),--data-dir "$(DATA_DIR)") $(if $(OUTPUT_DIR),--output-dir "$(OUTPUT_DIR)")
 
-# Benchmarks (about an hour on 2 cores): generated 10× and 100× data, this project's DAG at
+# Benchmarks (about 30 minutes on 2 cores): generated 10× and 100× data, this project's DAG at
 # 1×/10×/100×, the TFX taxi template's DAG, input and training throughput. Results go to
 # bench/results/ and the README's table. BENCH_ARGS passes options (python -m bench.run -h).
 bench: venv
