@@ -22,7 +22,6 @@ from pipeline import run_summary
 from pipeline.pipeline_config import ConfigError, PipelineConfig, from_env
 
 REPORT_DIR = "report"
-CANDIDATE = "candidate"  # TFMA's model name for the new model when a baseline is compared
 CURVE_SPLITS = ("train", "validation")
 SERVING_SIGNATURE = "serving_default"
 
@@ -33,7 +32,8 @@ class Threshold:
     slice: str
     rule: str
     value: float | None  # what TFMA measured for the rule (None: nothing to compare with)
-    passed: bool | None
+    passed: bool | None  # TFMA's verdict (None: not checked, e.g. no baseline yet)
+    lower_bound: float | None = None  # a value threshold's bound, drawn on the slice chart
 
 
 @dataclasses.dataclass
@@ -95,29 +95,19 @@ def _metric_name(class_name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", class_name).lower()
 
 
-def _slice_label(slice_key: tuple) -> str:
-    return ", ".join(f"{k}={v.decode() if isinstance(v, bytes) else v}"
-                     for k, v in slice_key) or "overall"
-
-
 def _spec_label(spec) -> str:
-    keys = list(spec.feature_keys) + [f"{k}={v}" for k, v in spec.feature_values.items()]
-    return ", ".join(keys) or "overall"
+    return run_summary.slice_label(
+        [(key, "*") for key in spec.feature_keys] + list(spec.feature_values.items()))
 
 
 def evaluation(uri: str) -> Evaluation:
-    import tensorflow_model_analysis as tfma
+    """Metrics per slice, and every configured threshold with TFMA's verdict on it."""
+    from tensorflow_model_analysis.writers import eval_config_writer
 
-    eval_config = tfma.load_eval_result(uri).config
-    names = {spec.name for spec in eval_config.model_specs}
-    result = tfma.load_eval_result(uri, model_name=CANDIDATE if CANDIDATE in names else None)
-    slices = {}
-    for slice_key, metrics in result.slicing_metrics:
-        values = metrics.get("", {}).get("", {})
-        slices[_slice_label(slice_key)] = {
-            k: float(v["doubleValue"]) for k, v in values.items() if "doubleValue" in v}
-    ordered = dict(sorted(slices.items(), key=lambda kv: (kv[0] != "overall", kv[0])))
-
+    eval_config = eval_config_writer.load_eval_run(uri)[0]
+    slices = run_summary.slice_metrics(uri)
+    failures = run_summary.threshold_failures(uri)
+    failed = {(f.metric, f.slice, f.is_change) for f in failures}
     thresholds = []
     for metrics_spec in eval_config.metrics_specs:
         for metric in metrics_spec.metrics:
@@ -127,39 +117,26 @@ def evaluation(uri: str) -> Evaluation:
                       for t in metric.per_slice_thresholds]
             for threshold, where in rules:
                 for label in where:
-                    thresholds.extend(_thresholds(name, label, threshold,
-                                                  ordered.get(label, {})))
-    return Evaluation(uri, ordered, thresholds, run_summary.validation_failures(uri))
+                    thresholds.extend(_thresholds(name, label, threshold, slices.get(label, {}),
+                                                  failed))
+    return Evaluation(uri, slices, thresholds, [f.text for f in failures])
 
 
-def _thresholds(name: str, label: str, threshold, values: dict[str, float]) -> list[Threshold]:
-    from tensorflow_model_analysis.proto import config_pb2
-
+def _thresholds(name: str, label: str, threshold, values: dict[str, float],
+                failed: set[tuple[str, str, bool]]) -> list[Threshold]:
     rows = []
     if threshold.HasField("value_threshold"):
         bounds = threshold.value_threshold
         value = values.get(name)
-        checks, rule = [], []
-        if bounds.HasField("lower_bound"):
-            rule.append(f"≥ {bounds.lower_bound.value:.4f}")
-            checks.append(value is not None and value >= bounds.lower_bound.value)
-        if bounds.HasField("upper_bound"):
-            rule.append(f"≤ {bounds.upper_bound.value:.4f}")
-            checks.append(value is not None and value <= bounds.upper_bound.value)
-        rows.append(Threshold(name, label, " and ".join(rule), value, all(checks)))
+        rows.append(Threshold(
+            name, label, run_summary.value_rule(bounds), value,
+            None if value is None else (name, label, False) not in failed,
+            bounds.lower_bound.value if bounds.HasField("lower_bound") else None))
     if threshold.HasField("change_threshold"):
-        change = threshold.change_threshold
-        diff = values.get(f"{name}_diff")
-        allowed = change.absolute.value if change.HasField("absolute") else 0.0
-        if change.direction == config_pb2.MetricDirection.LOWER_IS_BETTER:
-            rule = (f"change vs. the last blessed model ≤ {allowed:+.4f}" if allowed > 1e-6
-                    else "no rise vs. the last blessed model")
-            passed = None if diff is None else diff <= allowed
-        else:
-            rule = (f"change vs. the last blessed model ≥ {allowed:+.4f}" if allowed < -1e-6
-                    else "no drop vs. the last blessed model")
-            passed = None if diff is None else diff >= allowed
-        rows.append(Threshold(name, label, rule, diff, passed))
+        diff = values.get(f"{name}_diff")  # absent when there was no baseline to compare with
+        rows.append(Threshold(
+            name, label, f"{run_summary.change_rule(threshold.change_threshold)} vs. the last "
+            "blessed model", diff, None if diff is None else (name, label, True) not in failed))
     return rows
 
 
@@ -264,10 +241,9 @@ def plot_slices(evaluation: Evaluation, metric: str, path: str) -> None:
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(labels) + 1.2))
     ax.barh(labels, values, color=["#1f6feb" if s == "overall" else "#8cb4f0" for s in labels])
     for threshold in evaluation.thresholds:
-        if threshold.metric == metric and threshold.rule.startswith("≥"):
-            bound = float(threshold.rule.split()[1])
-            ax.axvline(bound, color="#d1242f", linestyle="--",
-                       label=f"threshold ({threshold.slice}) {bound:.2f}")
+        if threshold.metric == metric and threshold.lower_bound is not None:
+            ax.axvline(threshold.lower_bound, color="#d1242f", linestyle="--",
+                       label=f"threshold ({threshold.slice}) {threshold.lower_bound:.2f}")
             ax.legend(loc="lower right")
     ax.invert_yaxis()
     ax.set_xlim(0, 1)

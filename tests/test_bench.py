@@ -85,8 +85,7 @@ def test_measurements_and_results_on_a_small_transform_output(transformed_data, 
     input_result, fit_result = bench_run.measure(
         transformed_data.transform_dir, [transformed_data.train_files], config, repetitions=2,
         fit_steps=3)
-    batches = transformed_data.train_rows // 64
-    assert input_result["rows"] == transformed_data.train_rows
+    assert input_result["rows"] == transformed_data.train_rows // 64 * 64  # full batches
     for key in ("raw_read", "tfx_reader", "project_cold", "project_cached"):
         rate = input_result[key]
         assert rate["examples_per_s"] > 0 and len(rate["samples"]) >= 2, key
@@ -94,7 +93,6 @@ def test_measurements_and_results_on_a_small_transform_output(transformed_data, 
     assert [r["label"].split(":")[0] for r in fit_result["rows"]] == ["CPU"] * 4
     assert all(len(r["samples"]) == 2 for r in fit_result["rows"])
     assert 0 < fit_result["input_bound_fraction"] < 10
-    assert batches * 64 <= input_result["rows"]
 
     result = {**results.stamp(), "input": input_result, "fit": fit_result}
     json_path, md_path, png_path = results.write(result, str(tmp_path))
