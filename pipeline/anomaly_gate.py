@@ -11,7 +11,7 @@ import os
 
 import tensorflow as tf
 from tensorflow_metadata.proto.v0 import anomalies_pb2, statistics_pb2
-from tfx.dsl.component.experimental.annotations import InputArtifact
+from tfx.dsl.component.experimental.annotations import InputArtifact, Parameter
 from tfx.dsl.component.experimental.decorators import component
 from tfx.types import artifact_utils, standard_artifacts
 
@@ -56,20 +56,54 @@ def empty_splits(statistics_uri: str, split_names: list[str]) -> list[str]:
     return lines
 
 
+def unlabelled_rows(statistics_uri: str, split_names: list[str],
+                    label_columns: list[str]) -> dict[str, dict[str, int]]:
+    """split → label column → examples without a value there (only the non-zero counts)."""
+    counts: dict[str, dict[str, int]] = {}
+    for split in split_names:
+        path = os.path.join(statistics_uri, f"Split-{split}", STATISTICS_FILE)
+        statistics = statistics_pb2.DatasetFeatureStatisticsList()
+        statistics.ParseFromString(tf.io.gfile.GFile(path, "rb").read())
+        for dataset in statistics.datasets:
+            for feature in dataset.features:
+                name = feature.path.step[0] if feature.path.step else feature.name
+                if name not in label_columns:
+                    continue
+                stats = getattr(feature, feature.WhichOneof("stats") or "num_stats")
+                missing = int(stats.common_stats.num_missing)
+                if missing:
+                    counts.setdefault(split, {})[name] = missing
+    return counts
+
+
 @component
 def AnomalyGate(
     anomalies: InputArtifact[standard_artifacts.ExampleAnomalies],
     statistics: InputArtifact[standard_artifacts.ExampleStatistics],
+    label_columns: Parameter[str] = "",
+    missing_labels: Parameter[str] = "stop",
 ) -> None:
-    """Fails when the anomalies artifact holds any anomaly or a split has no examples."""
+    """Fails when the anomalies artifact holds any anomaly, a split has no examples, or (unless
+    the dataset spec drops them) rows have no label.
+
+    label_columns: the raw columns the label is made from, comma-separated.
+    missing_labels: the spec's [label] missing: 'stop' or 'drop'.
+    """
     splits = artifact_utils.decode_split_names(anomalies.split_names)
-    problems = (empty_splits(statistics.uri, artifact_utils.decode_split_names(
-        statistics.split_names)) + describe_anomalies(anomalies.uri, splits))
+    statistics_splits = artifact_utils.decode_split_names(statistics.split_names)
+    problems = (empty_splits(statistics.uri, statistics_splits)
+                + describe_anomalies(anomalies.uri, splits))
+    if missing_labels != "drop":
+        columns = [c for c in label_columns.split(",") if c]
+        for split, counts in unlabelled_rows(statistics.uri, statistics_splits, columns).items():
+            problems += [f"[{split}] {column}: {count} example(s) have no label value — fill "
+                         "them in, or set missing = \"drop\" under [label] in the dataset spec"
+                         for column, count in counts.items()]
     if problems:
         raise DataAnomaliesError(
             f"the data does not match the schema: {len(problems)} anomal"
             f"{'y' if len(problems) == 1 else 'ies'} found by ExampleValidator "
             f"(details in {anomalies.uri}):\n  " + "\n  ".join(problems)
             + "\nFix the data, or, if the data is right and the schema is out of date, update "
-            "schemas/schema.pbtxt (`make schema` shows what TFDV infers now)."
+            "the dataset's schema.pbtxt (`make schema` shows what TFDV infers now)."
         )

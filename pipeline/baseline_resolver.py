@@ -21,6 +21,8 @@ from tfx.dsl.input_resolution.strategies.latest_blessed_model_strategy import (
 from tfx.types import standard_artifacts
 from tfx.types.channel import Channel
 
+from pipeline import names
+
 MODEL_KEY = "model"
 BLESSING_KEY = "model_blessing"
 CANDIDATE_KEY = "candidate"
@@ -66,4 +68,4 @@ def baseline_resolver(candidate: types.BaseChannel, portable: bool = False) -> R
     else:
         strategy = BlessedBeforeCandidateStrategy
         channels[CANDIDATE_KEY] = candidate
-    return Resolver(strategy_class=strategy, **channels).with_id("baseline_resolver")
+    return Resolver(strategy_class=strategy, **channels).with_id(names.BASELINE_RESOLVER)

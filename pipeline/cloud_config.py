@@ -13,7 +13,8 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
-from pipeline.pipeline_config import PIPELINE_NAME_RE, ConfigError, PipelineConfig, from_env
+from pipeline.env_settings import from_env
+from pipeline.pipeline_config import PIPELINE_NAME_RE, ConfigError, PipelineConfig
 from trainer_module.config import TrainerConfig
 
 # Vertex AI TPU machines: name → (machine_type, accelerator_type, accelerator_count, topology).

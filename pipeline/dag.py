@@ -24,68 +24,79 @@ from tfx.orchestration.metadata import sqlite_metadata_connection_config
 from tfx.orchestration.pipeline import Pipeline
 from tfx.proto import example_gen_pb2, pusher_pb2, trainer_pb2
 
+from pipeline import names
 from pipeline.anomaly_gate import AnomalyGate
 from pipeline.baseline_resolver import baseline_resolver
 from pipeline.pipeline_config import REPO_ROOT, ConfigError, PipelineConfig, is_remote
 from pipeline.staged_pusher import StagedPusher
-from trainer_module import features
+from trainer_module.dataset_spec import DatasetSpec, Threshold
 
 PREPROCESSING_FN = "trainer_module.preprocessing.preprocessing_fn"
 RUN_FN = "trainer_module.run.run_fn"
-SLICE_FEATURES = ("payment_type",)
+TRAINER_PACKAGE = os.path.join(REPO_ROOT, "trainer_module")
+# What Transform's output depends on besides the data and the spec: editing the model, the
+# strategy or the export re-runs the Trainer onward, never Transform.
+PREPROCESSING_MODULES = ("preprocessing.py", "features.py", "dataset_spec.py", "tasks.py")
+CODE_VERSION_KEY = "code_version"
 
 
-def code_version() -> str:
-    """Hash of trainer_module's sources: a code change invalidates Transform/Trainer caches."""
-    package = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "trainer_module")
+def code_version(modules: tuple[str, ...] | None = None) -> str:
+    """Hash of trainer_module's sources (or of `modules` in it): a code change invalidates the
+    caches of the components that run it."""
+    modules = modules or tuple(n for n in os.listdir(TRAINER_PACKAGE) if n.endswith(".py"))
     digest = hashlib.sha256()
-    for name in sorted(os.listdir(package)):
-        if name.endswith(".py"):
-            digest.update(name.encode())
-            with open(os.path.join(package, name), "rb") as f:
-                digest.update(f.read())
+    for name in sorted(modules):
+        digest.update(name.encode())
+        with open(os.path.join(TRAINER_PACKAGE, name), "rb") as f:
+            digest.update(f.read())
     return digest.hexdigest()[:16]
 
 
-def eval_config(config: PipelineConfig) -> tfma.EvalConfig:
-    """AUC, accuracy and calibration overall and per slice; accuracy gates the blessing."""
-    accuracy_threshold = tfma.MetricThreshold(
-        value_threshold=tfma.GenericValueThreshold(
-            lower_bound={"value": config.min_eval_accuracy}),
-        # No baseline on the first run: TFMA then skips the change threshold.
+def _threshold(spec: DatasetSpec, threshold: Threshold) -> tfma.MetricThreshold:
+    higher = threshold.eval_metric(spec.task).higher_is_better
+    bound = {("lower_bound" if higher else "upper_bound"): {"value": threshold.bound}}
+    if threshold.allowed_change is None:
+        return tfma.MetricThreshold(value_threshold=tfma.GenericValueThreshold(**bound))
+    # The allowed change, in the worse direction (plus a hair, so "no change" passes an equal
+    # model). No baseline on the first run: TFMA then skips the change threshold.
+    change = threshold.allowed_change + 1e-10
+    return tfma.MetricThreshold(
+        value_threshold=tfma.GenericValueThreshold(**bound),
         change_threshold=tfma.GenericChangeThreshold(
-            direction=tfma.MetricDirection.HIGHER_IS_BETTER,
-            absolute={"value": -config.max_accuracy_regression - 1e-10}),
-    )
+            direction=(tfma.MetricDirection.HIGHER_IS_BETTER if higher
+                       else tfma.MetricDirection.LOWER_IS_BETTER),
+            absolute={"value": -change if higher else change}))
+
+
+def eval_config(spec: DatasetSpec) -> tfma.EvalConfig:
+    """The task's metrics overall and per slice of the spec; the spec's thresholds, on the
+    overall slice, decide the blessing."""
+    task = spec.task_info
+    thresholds = {t.metric: t for t in spec.thresholds}
+    metrics = [tfma.MetricConfig(class_name="ExampleCount")]
+    for key, metric in task.metrics.items():
+        config = tfma.MetricConfig(class_name=metric.tfma_class)
+        if key in thresholds:
+            # Gate on the overall slice only: small slices (a rare payment type) are
+            # reported, not allowed to veto the model.
+            config.per_slice_thresholds.append(tfma.PerSliceMetricThreshold(
+                slicing_specs=[tfma.SlicingSpec()], threshold=_threshold(spec, thresholds[key])))
+        metrics.append(config)
+    metrics += [tfma.MetricConfig(class_name=name) for name in task.extra_tfma]
     return tfma.EvalConfig(
         model_specs=[
             tfma.ModelSpec(
                 signature_name="serving_default",
-                label_key=features.LABEL_KEY,
+                label_key=spec.label_key,
+                prediction_key=task.prediction_key,
+                example_weight_key=(spec.label_weight_key if spec.missing_labels == "drop"
+                                    else ""),
                 preprocessing_function_names=["transform_features"],
             )
         ],
         slicing_specs=[tfma.SlicingSpec()]
-        + [tfma.SlicingSpec(feature_keys=[key]) for key in SLICE_FEATURES],
-        metrics_specs=[
-            tfma.MetricsSpec(
-                metrics=[
-                    tfma.MetricConfig(class_name="ExampleCount"),
-                    # Gate on the overall slice only: small slices (a rare payment type) are
-                    # reported, not allowed to veto the model.
-                    tfma.MetricConfig(
-                        class_name="BinaryAccuracy",
-                        per_slice_thresholds=[
-                            tfma.PerSliceMetricThreshold(
-                                slicing_specs=[tfma.SlicingSpec()], threshold=accuracy_threshold)
-                        ],
-                    ),
-                    tfma.MetricConfig(class_name="AUC"),
-                    tfma.MetricConfig(class_name="Calibration"),
-                ]
-            )
-        ],
+        + [tfma.SlicingSpec(feature_keys=[key]) for key in spec.slices],
+        metrics_specs=[tfma.MetricsSpec(metrics=metrics)],
     )
 
 
@@ -114,31 +125,36 @@ def create_pipeline(config: PipelineConfig,
     (the only kind they compile; see pipeline/baseline_resolver.py) and paths inside the image.
     """
     config.validate()
+    spec = config.dataset_spec()
     schema_file = config.schema_path
     if kubeflow is not None:
         relative = os.path.relpath(config.schema_path, REPO_ROOT)
         if relative.startswith(".."):
-            raise ConfigError(f"schema_path={config.schema_path!r} is outside the project: the "
-                              "pipeline image holds only the project's files; put it under "
-                              "schemas/")
+            raise ConfigError(f"dataset={config.dataset!r}: its schema {config.schema_path} "
+                              "is outside the project, and the pipeline image holds only the "
+                              "project's files; put the dataset's folder under schemas/")
         schema_file = f"{kubeflow.image_project_dir.rstrip('/')}/{relative}"
-    version = {"code_version": code_version()}
 
     example_gen = CsvExampleGen(
         input_base=config.data_dir,
         input_config=example_gen_pb2.Input(
             splits=[example_gen_pb2.Input.Split(name="csv", pattern="*.csv")]),
     )
-    statistics_gen = StatisticsGen(examples=example_gen.outputs["examples"])
+    statistics_gen = StatisticsGen(examples=example_gen.outputs[names.EXAMPLES])
     schema_gen = ImportSchemaGen(schema_file=schema_file)
     example_validator = ExampleValidator(
-        statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"])
-    # Anomalies stop the run here, before anything is transformed, trained or pushed.
-    anomaly_gate = AnomalyGate(anomalies=example_validator.outputs["anomalies"],
-                               statistics=statistics_gen.outputs["statistics"])
+        statistics=statistics_gen.outputs[names.STATISTICS],
+        schema=schema_gen.outputs[names.SCHEMA])
+    # Anomalies, and rows without a label, stop the run here, before anything is transformed,
+    # trained or pushed.
+    label_columns = spec.rule.sources if spec.rule else (spec.label,)
+    anomaly_gate = AnomalyGate(anomalies=example_validator.outputs[names.ANOMALIES],
+                               statistics=statistics_gen.outputs[names.STATISTICS],
+                               label_columns=",".join(label_columns),
+                               missing_labels=spec.missing_labels)
     transform = Transform(
-        examples=example_gen.outputs["examples"],
-        schema=schema_gen.outputs["schema"],
+        examples=example_gen.outputs[names.EXAMPLES],
+        schema=schema_gen.outputs[names.SCHEMA],
         preprocessing_fn=PREPROCESSING_FN,
         # StatisticsGen already describes the raw data; TFT's own pre/post-transform
         # statistics would more than double Transform's time. The TF1 graph path traces the
@@ -148,10 +164,12 @@ def create_pipeline(config: PipelineConfig,
         disable_statistics=True,
         force_tf_compat_v1=True,
         disable_analyzer_cache=True,
-        custom_config=version,
+        custom_config={**spec.to_custom_config(),
+                       CODE_VERSION_KEY: code_version(PREPROCESSING_MODULES)},
     )
     transform.add_upstream_node(anomaly_gate)
-    trainer_config = {**config.trainer.to_custom_config(), **version}
+    trainer_config = {**config.trainer.to_custom_config(), **spec.to_custom_config(),
+                      CODE_VERSION_KEY: code_version()}
     trainer_class = Trainer
     if kubeflow is not None and kubeflow.vertex_training_args:
         # The Trainer step submits a Vertex AI CustomJob (the TPU machine, the TPU trainer
@@ -166,29 +184,30 @@ def create_pipeline(config: PipelineConfig,
         })
     trainer = trainer_class(
         run_fn=RUN_FN,
-        examples=transform.outputs["transformed_examples"],
-        transform_graph=transform.outputs["transform_graph"],
-        schema=schema_gen.outputs["schema"],
+        examples=transform.outputs[names.TRANSFORMED_EXAMPLES],
+        transform_graph=transform.outputs[names.TRANSFORM_GRAPH],
+        schema=schema_gen.outputs[names.SCHEMA],
         train_args=trainer_pb2.TrainArgs(num_steps=config.train_steps),
         eval_args=trainer_pb2.EvalArgs(num_steps=config.eval_steps or 0),
         custom_config=trainer_config,
     )
-    model_resolver = baseline_resolver(trainer.outputs["model"], portable=kubeflow is not None)
+    model_resolver = baseline_resolver(trainer.outputs[names.MODEL],
+                                       portable=kubeflow is not None)
     evaluator = Evaluator(
-        examples=example_gen.outputs["examples"],
-        model=trainer.outputs["model"],
-        baseline_model=model_resolver.outputs["model"],
-        eval_config=eval_config(config),
+        examples=example_gen.outputs[names.EXAMPLES],
+        model=trainer.outputs[names.MODEL],
+        baseline_model=model_resolver.outputs[names.MODEL],
+        eval_config=eval_config(spec),
     )
     # On a local disk a new version appears whole (staged, then renamed into place).
     pusher_class = Pusher if is_remote(config.serving_model_dir) else StagedPusher
     pusher = pusher_class(
-        model=trainer.outputs["model"],
-        model_blessing=evaluator.outputs["blessing"],
+        model=trainer.outputs[names.MODEL],
+        model_blessing=evaluator.outputs[names.BLESSING],
         push_destination=pusher_pb2.PushDestination(
             filesystem=pusher_pb2.PushDestination.Filesystem(
                 base_directory=config.serving_model_dir)),
-    ).with_id("Pusher")
+    ).with_id(names.PUSHER)
     return Pipeline(
         pipeline_name=config.pipeline_name,
         pipeline_root=config.pipeline_root,

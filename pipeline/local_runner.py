@@ -4,7 +4,7 @@
     tfx pipeline create --engine local --pipeline_path pipeline/local_runner.py
 
 Settings come from flags, else environment variables (DATA_DIR, OUTPUT_DIR, TRAIN_STEPS, ...:
-see pipeline_config.from_env), else defaults.
+see pipeline/env_settings.py), else defaults.
 
 Exit codes: 0 the run finished (blessed and pushed, or not blessed and nothing pushed: the
 summary says which); 1 a component failed; 2 a setting is invalid (nothing ran); 3 another run
@@ -17,7 +17,8 @@ import re
 import sys
 
 from pipeline import run_lock, run_summary
-from pipeline.pipeline_config import ConfigError, PipelineConfig, from_env
+from pipeline.env_settings import from_env
+from pipeline.pipeline_config import ConfigError, PipelineConfig
 
 # TensorFlow and TFX take ~15 s to import: they load only after the settings and the output
 # dir's lock are checked, so a bad setting or a busy output dir is reported in about a second.

@@ -18,8 +18,9 @@ import os
 import re
 import sys
 
-from pipeline import run_summary
-from pipeline.pipeline_config import ConfigError, PipelineConfig, from_env
+from pipeline import names, run_summary
+from pipeline.env_settings import from_env
+from pipeline.pipeline_config import ConfigError, PipelineConfig
 
 REPORT_DIR = "report"
 CURVE_SPLITS = ("train", "validation")
@@ -33,7 +34,7 @@ class Threshold:
     rule: str
     value: float | None  # what TFMA measured for the rule (None: nothing to compare with)
     passed: bool | None  # TFMA's verdict (None: not checked, e.g. no baseline yet)
-    lower_bound: float | None = None  # a value threshold's bound, drawn on the slice chart
+    bound: float | None = None  # a value threshold's bound, drawn on the slice chart
 
 
 @dataclasses.dataclass
@@ -58,6 +59,7 @@ class ReportData:
     curves: dict[str, dict[str, list[tuple[int, float]]]]  # split → tag → [(epoch, value)]
     evaluation: Evaluation | None
     anomalies: list[str] | None  # None: ExampleValidator did not run
+    unlabelled: dict[str, dict[str, int]]  # split → label column → rows without a value
     pushed_signatures: list[Signature]
     served_versions: list[str]
 
@@ -131,7 +133,8 @@ def _thresholds(name: str, label: str, threshold, values: dict[str, float],
         rows.append(Threshold(
             name, label, run_summary.value_rule(bounds), value,
             None if value is None else (name, label, False) not in failed,
-            bounds.lower_bound.value if bounds.HasField("lower_bound") else None))
+            bounds.lower_bound.value if bounds.HasField("lower_bound")
+            else bounds.upper_bound.value if bounds.HasField("upper_bound") else None))
     if threshold.HasField("change_threshold"):
         diff = values.get(f"{name}_diff")  # absent when there was no baseline to compare with
         rows.append(Threshold(
@@ -174,20 +177,26 @@ def collect(config: PipelineConfig) -> ReportData:
     from pipeline import anomaly_gate
 
     curves = {}
-    model_run = summary.output("Trainer", "model_run")
+    model_run = summary.output(names.TRAINER, names.MODEL_RUN)
     if model_run is not None:
         curves = training_curves(os.path.join(model_run.uri, "logs"))
 
     anomalies = None
-    found = summary.output("ExampleValidator", "anomalies")
-    statistics = summary.output("StatisticsGen", "statistics")
+    unlabelled: dict[str, dict[str, int]] = {}
+    found = summary.output(names.EXAMPLE_VALIDATOR, names.ANOMALIES)
+    statistics = summary.output(names.STATISTICS_GEN, names.STATISTICS)
     if found is not None and statistics is not None:
         def splits(artifact) -> list[str]:
-            names = artifact.properties["split_names"].string_value
-            return artifact_utils.decode_split_names(names)
+            return artifact_utils.decode_split_names(
+                artifact.properties["split_names"].string_value)
 
         anomalies = (anomaly_gate.empty_splits(statistics.uri, splits(statistics))
                      + anomaly_gate.describe_anomalies(found.uri, splits(found)))
+        spec = config.dataset_spec()
+        if spec.missing_labels == "drop":
+            unlabelled = anomaly_gate.unlabelled_rows(
+                statistics.uri, splits(statistics),
+                list(spec.rule.sources if spec.rule else (spec.label,)))
 
     pushed = summary.pushed_destination
     served_versions = (sorted(os.listdir(config.serving_model_dir))
@@ -198,6 +207,7 @@ def collect(config: PipelineConfig) -> ReportData:
         curves=curves,
         evaluation=evaluation(summary.evaluation_uri) if summary.evaluation_uri else None,
         anomalies=anomalies,
+        unlabelled=unlabelled,
         pushed_signatures=signatures(pushed) if pushed else [],
         served_versions=served_versions,
     )
@@ -234,19 +244,20 @@ def plot_curves(curves, path: str) -> None:
     plt.close(fig)
 
 
-def plot_slices(evaluation: Evaluation, metric: str, path: str) -> None:
+def plot_slices(evaluation: Evaluation, metric: str, path: str, unit_range: bool) -> None:
     plt = _pyplot()
     labels = [s for s, m in evaluation.slices.items() if metric in m]
     values = [evaluation.slices[s][metric] for s in labels]
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(labels) + 1.2))
     ax.barh(labels, values, color=["#1f6feb" if s == "overall" else "#8cb4f0" for s in labels])
     for threshold in evaluation.thresholds:
-        if threshold.metric == metric and threshold.lower_bound is not None:
-            ax.axvline(threshold.lower_bound, color="#d1242f", linestyle="--",
-                       label=f"threshold ({threshold.slice}) {threshold.lower_bound:.2f}")
+        if threshold.metric == metric and threshold.bound is not None:
+            ax.axvline(threshold.bound, color="#d1242f", linestyle="--",
+                       label=f"threshold ({threshold.slice}) {threshold.bound:.2f}")
             ax.legend(loc="lower right")
     ax.invert_yaxis()
-    ax.set_xlim(0, 1)
+    if unit_range:
+        ax.set_xlim(0, 1)
     ax.set_xlabel(metric)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
@@ -322,12 +333,17 @@ def _push_section(data: ReportData) -> str:
 
 
 def _anomalies_section(data: ReportData) -> str:
+    unlabelled = "".join(
+        f'<p class="unlabelled">Split {_e(split)}: {count} row(s) without a value in '
+        f"{_e(column)}, left out of training and evaluation (missing = \"drop\").</p>"
+        for split, counts in data.unlabelled.items() for column, count in counts.items())
     if data.anomalies is None:
         return '<p id="anomalies">ExampleValidator did not run in this run.</p>'
     if not data.anomalies:
-        return '<p id="anomalies" class="ok">None: every split matches the schema.</p>'
+        return ('<p id="anomalies" class="ok">None: every split matches the schema.</p>'
+                + unlabelled)
     items = "".join(f"<li>{_e(a)}</li>" for a in data.anomalies)
-    return f'<ul id="anomalies" class="bad">{items}</ul>'
+    return f'<ul id="anomalies" class="bad">{items}</ul>' + unlabelled
 
 
 def _training_section(data: ReportData, image: str | None) -> str:
@@ -391,7 +407,9 @@ def render(data: ReportData, images: dict[str, str]) -> str:
             f"<title>Run report: {_e(data.config.pipeline_name)}</title>"
             f"<style>{_STYLE}</style></head><body>"
             f"<h1>Run report: {_e(data.config.pipeline_name)}</h1>"
-            f"<p>Data: <code>{_e(data.config.data_dir)}</code> · outputs: "
+            f"<p>Dataset: <code>{_e(data.config.dataset)}</code> "
+            f"({_e(data.config.dataset_spec().task)}) · data: "
+            f"<code>{_e(data.config.data_dir)}</code> · outputs: "
             f"<code>{_e(data.config.output_dir)}</code> · written {_e(generated)}</p>"
             f"{body}</body></html>")
 
@@ -406,9 +424,12 @@ def write_report(config: PipelineConfig) -> str:
     if data.curves:
         images["training"] = "training.png"
         plot_curves(data.curves, os.path.join(out, images["training"]))
-    if data.evaluation and any("binary_accuracy" in m for m in data.evaluation.slices.values()):
+    task = config.dataset_spec().task_info
+    headline = task.metrics[task.headline].tfma_name
+    if data.evaluation and any(headline in m for m in data.evaluation.slices.values()):
         images["slices"] = "slices.png"
-        plot_slices(data.evaluation, "binary_accuracy", os.path.join(out, images["slices"]))
+        plot_slices(data.evaluation, headline, os.path.join(out, images["slices"]),
+                    unit_range=task.metrics[task.headline].higher_is_better)
     for stale in {"training.png", "slices.png"} - set(images.values()):
         if os.path.exists(os.path.join(out, stale)):
             os.remove(os.path.join(out, stale))

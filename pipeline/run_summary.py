@@ -10,6 +10,8 @@ import os
 import ml_metadata as mlmd
 from ml_metadata.proto import metadata_store_pb2
 
+from pipeline import names
+
 _STATE_NAMES = {v: k for k, v in metadata_store_pb2.Execution.State.items()}
 OK_STATES = ("COMPLETE", "CACHED")
 
@@ -46,27 +48,27 @@ class RunSummary:
 
     @property
     def blessed(self) -> bool | None:
-        blessing = self.output("Evaluator", "blessing")
+        blessing = self.output(names.EVALUATOR, names.BLESSING)
         if blessing is None:
             return None
-        return blessing.custom_properties["blessed"].int_value == 1
+        return blessing.custom_properties[names.BLESSED].int_value == 1
 
     @property
     def evaluation_uri(self) -> str | None:
-        evaluation = self.output("Evaluator", "evaluation")
+        evaluation = self.output(names.EVALUATOR, names.EVALUATION)
         return evaluation.uri if evaluation else None
 
     @property
     def anomalies_uri(self) -> str | None:
-        anomalies = self.output("ExampleValidator", "anomalies")
+        anomalies = self.output(names.EXAMPLE_VALIDATOR, names.ANOMALIES)
         return anomalies.uri if anomalies else None
 
     @property
     def pushed_destination(self) -> str | None:
-        pushed = self.output("Pusher", "pushed_model")
-        if pushed is None or pushed.custom_properties["pushed"].int_value != 1:
+        pushed = self.output(names.PUSHER, names.PUSHED_MODEL)
+        if pushed is None or pushed.custom_properties[names.PUSHED].int_value != 1:
             return None
-        return pushed.custom_properties["pushed_destination"].string_value
+        return pushed.custom_properties[names.PUSHED_DESTINATION].string_value
 
 
 def open_store(metadata_path: str, create: bool = False) -> mlmd.MetadataStore:
@@ -231,8 +233,8 @@ def format_summary(summary: RunSummary) -> str:
     lines.append(f"  {'component time':<32} {'':<9} {summary.component_seconds:7.1f} s")
     if summary.evaluation_uri:
         metrics = overall_metrics(summary.evaluation_uri)
-        shown = ", ".join(f"{k}={metrics[k]:.4f}" for k in ("binary_accuracy", "auc")
-                          if k in metrics)
+        shown = ", ".join(f"{k}={v:.4f}" for k, v in sorted(metrics.items())
+                          if not k.endswith("_diff") and k != "example_count")
         lines.append(f"Eval metrics: {shown}  ({summary.evaluation_uri})")
     if summary.blessed:
         lines.append("Blessed: yes")
@@ -241,7 +243,7 @@ def format_summary(summary: RunSummary) -> str:
         lines.extend(f"  {reason}" for reason in validation_failures(summary.evaluation_uri))
     if summary.pushed_destination:
         lines.append(f"Pushed model: {summary.pushed_destination}")
-    elif "Pusher" in summary.nodes:
+    elif names.PUSHER in summary.nodes:
         lines.append("Pushed model: none (the model was not blessed; the serving dir is unchanged)")
     if summary.failed_nodes:
         lines.append(f"FAILED: {', '.join(summary.failed_nodes)}")

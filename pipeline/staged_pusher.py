@@ -18,30 +18,32 @@ from tfx.proto import pusher_pb2
 from tfx.types import artifact_utils
 from tfx.utils import proto_utils
 
+from pipeline import names
+
 STAGING_SUFFIX = ".staging"
 
 
 class StagedPusherExecutor(pusher_executor.Executor):
     def Do(self, input_dict, output_dict, exec_properties) -> None:  # noqa: N802 (TFX API)
         destination = pusher_pb2.PushDestination()
-        proto_utils.json_to_proto(exec_properties["push_destination"], destination)
+        proto_utils.json_to_proto(exec_properties[names.PUSH_DESTINATION], destination)
         serving_dir = destination.filesystem.base_directory
         staging_dir = serving_dir.rstrip("/") + STAGING_SUFFIX
         shutil.rmtree(staging_dir, ignore_errors=True)  # an interrupted push's leftovers
         destination.filesystem.base_directory = staging_dir
         staged = dict(exec_properties,
-                      push_destination=proto_utils.proto_to_json(destination))
+                      **{names.PUSH_DESTINATION: proto_utils.proto_to_json(destination)})
         super().Do(input_dict, output_dict, staged)
 
-        pushed = artifact_utils.get_single_instance(output_dict["pushed_model"])
-        if pushed.get_int_custom_property("pushed") != 1:
+        pushed = artifact_utils.get_single_instance(output_dict[names.PUSHED_MODEL])
+        if pushed.get_int_custom_property(names.PUSHED) != 1:
             return
-        version = pushed.get_string_custom_property("pushed_version")
+        version = pushed.get_string_custom_property(names.PUSHED_VERSION)
         os.makedirs(serving_dir, exist_ok=True)
         final = os.path.join(serving_dir, version)
         os.rename(os.path.join(staging_dir, version), final)
         shutil.rmtree(staging_dir, ignore_errors=True)
-        pushed.set_string_custom_property("pushed_destination", final)
+        pushed.set_string_custom_property(names.PUSHED_DESTINATION, final)
 
 
 class StagedPusher(Pusher):

@@ -6,7 +6,8 @@ import pytest
 
 import taxi_rows
 from pipeline import local_runner
-from pipeline.pipeline_config import ConfigError, PipelineConfig, from_env
+from pipeline.env_settings import from_env
+from pipeline.pipeline_config import ConfigError, PipelineConfig
 from trainer_module.config import TrainerConfig, TrainerConfigError
 
 

@@ -6,9 +6,11 @@ times faster than tfx-bsl's per-example reader (`make bench` measures both); eve
 fully static shape, so a TPU compiles the step once.
 """
 
+import numpy as np
 import tensorflow as tf
 
-from trainer_module import features
+from trainer_module import tasks
+from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.model import model_inputs
 
 # Batches kept in the shuffle buffer, and batches whose examples are re-mixed each epoch.
@@ -47,19 +49,25 @@ def _records(path: tf.Tensor, shard: tf.distribute.InputContext | None) -> tf.da
     return records.shard(shard.num_input_pipelines, shard.input_pipeline_id) if shard else records
 
 
-def _split_label(parsed: dict[str, tf.Tensor]) -> tuple[dict[str, tf.Tensor], tf.Tensor]:
-    label = tf.cast(tf.expand_dims(parsed[features.LABEL_KEY], -1), tf.float32)
-    return model_inputs(parsed), label
+def _split_label(parsed: dict[str, tf.Tensor], spec: DatasetSpec) -> tuple:
+    """(inputs, label [batch, 1]) or, when rows without a label are dropped, (inputs, label,
+    weight [batch]) with weight 0 for those rows."""
+    dtype = tf.int32 if spec.task == tasks.MULTICLASS else tf.float32
+    label = tf.cast(tf.expand_dims(parsed[spec.label_key], -1), dtype)
+    if spec.missing_labels == "drop":
+        # A dropped row's label is a placeholder: clamp it to a valid id for the loss.
+        label = tf.maximum(label, tf.zeros_like(label))
+        return model_inputs(parsed, spec), label, parsed[spec.label_weight_key]
+    return model_inputs(parsed, spec), label
 
 
-def _mix_examples(
-    inputs: dict[str, tf.Tensor], label: tf.Tensor
-) -> tuple[dict[str, tf.Tensor], tf.Tensor]:
+def _mix_examples(*batch_parts: tf.Tensor | dict[str, tf.Tensor]) -> tuple:
     """Permutes examples across a window of [W, B, ...] batches, keeping every shape static.
 
     Cached batches keep the composition of the first epoch; this re-mixes them every epoch at
     the cost of one gather per window.
     """
+    label = batch_parts[1]
     window, batch = label.shape[0], label.shape[1]
     perm = tf.random.shuffle(tf.range(window * batch))
 
@@ -67,7 +75,7 @@ def _mix_examples(
         flat = tf.reshape(t, [window * batch] + t.shape[2:].as_list())
         return tf.reshape(tf.gather(flat, perm), t.shape)
 
-    return tf.nest.map_structure(mix, inputs), mix(label)
+    return tuple(tf.nest.map_structure(mix, part) for part in batch_parts)
 
 
 def make_dataset(
@@ -75,11 +83,13 @@ def make_dataset(
     feature_spec: dict,
     batch_size: int,
     *,
+    spec: DatasetSpec,
     training: bool,
     seed: int = 42,
     input_context: tf.distribute.InputContext | None = None,
 ) -> tf.data.Dataset:
-    """Batches of ({model input: [batch_size]}, label [batch_size, 1]) for one replica.
+    """Batches of ({model input: [batch_size]}, label [batch_size, 1]) for one replica (and a
+    weight [batch_size] per example when the spec drops rows without a label).
 
     training=True: reshuffled every epoch. training=False: in file order. Both repeat endlessly,
     so a caller takes `count_batches(...)` steps for exactly one pass over the eval data.
@@ -103,7 +113,7 @@ def make_dataset(
     )
     ds = ds.rebatch(batch_size, drop_remainder=True)
     ds = ds.map(
-        lambda records: _split_label(tf.io.parse_example(records, feature_spec)),
+        lambda records: _split_label(tf.io.parse_example(records, feature_spec), spec),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
     ds = ds.cache()
@@ -139,6 +149,7 @@ def distributed_dataset(
     feature_spec: dict,
     per_replica_batch_size: int,
     *,
+    spec: DatasetSpec,
     training: bool,
     seed: int = 42,
 ) -> tf.distribute.DistributedDataset:
@@ -150,9 +161,41 @@ def distributed_dataset(
             file_patterns,
             feature_spec,
             context.get_per_replica_batch_size(global_batch),
+            spec=spec,
             training=training,
             seed=seed,
             input_context=context,
         )
 
     return strategy.distribute_datasets_from_function(dataset_fn)
+
+
+# Training examples read to estimate a regression label's mean and spread.
+LABEL_SCALE_SAMPLE = 100_000
+
+
+def label_scale(file_patterns: str | list[str], spec: DatasetSpec) -> tuple[float, float]:
+    """(mean, std) of a regression label over up to LABEL_SCALE_SAMPLE training examples.
+
+    The model predicts the label standardized with these, so its loss and learning rate behave
+    alike whatever the label's units; a sample estimates them well enough for that.
+    """
+    key = spec.label_key
+    parsing = {key: tf.io.FixedLenFeature([], tf.float32)}
+    if spec.missing_labels == "drop":
+        parsing[spec.label_weight_key] = tf.io.FixedLenFeature([], tf.float32)
+    ds = (tf.data.TFRecordDataset(list_files(file_patterns), compression_type="GZIP")
+          .take(LABEL_SCALE_SAMPLE).batch(4096)
+          .map(lambda r: tf.io.parse_example(r, parsing)))
+    total = count = squares = 0.0
+    for batch in ds.as_numpy_iterator():
+        weight = batch.get(spec.label_weight_key, np.ones_like(batch[key]))
+        count += float(weight.sum())
+        total += float((weight * batch[key]).sum())
+        squares += float((weight * batch[key] ** 2).sum())
+    if count == 0:
+        raise InputError(f"no labelled examples in {file_patterns} to scale the regression "
+                         f"label {spec.label!r}")
+    mean = total / count
+    std = max(squares / count - mean * mean, 0.0) ** 0.5
+    return mean, std if std > 1e-12 else 1.0

@@ -1,7 +1,9 @@
 """Exports a float32 SavedModel with the Transform graph applied inside, on the host.
 
 Signatures:
-  serving_default(examples: serialized raw tf.Example) → {'probabilities': float32 [batch, 1]}
+  serving_default(examples: serialized raw tf.Example) → the task's outputs: binary
+    'probabilities' [batch, 1]; multiclass 'scores' [batch, K] and 'classes' [batch, K] (class
+    names); regression 'predictions' [batch, 1] in the label's own units.
   transform_features(examples: serialized raw tf.Example, label included) → transformed features,
     which the Evaluator uses to find the label.
 Whatever precision the model trained in (mixed_bfloat16 on TPU), the export is rebuilt under a
@@ -13,48 +15,55 @@ import tensorflow_transform as tft
 import tf_keras
 from absl import logging
 
-from trainer_module import features
 from trainer_module.config import TrainerConfig
+from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.model import build_model, category_sizes, model_inputs
 
 
-def float32_copy(trained: tf_keras.Model, config: TrainerConfig, sizes: dict[str, int]):
+def float32_copy(trained: tf_keras.Model, config: TrainerConfig, spec: DatasetSpec,
+                 sizes: dict[str, int], label_scale: tuple[float, float]) -> tf_keras.Model:
     """The same network rebuilt under the float32 policy, with the trained weights."""
     previous = tf_keras.mixed_precision.global_policy()
     tf_keras.mixed_precision.set_global_policy("float32")
     try:
-        model = build_model(config, sizes)
+        model = build_model(config, spec, sizes, label_scale)
     finally:
         tf_keras.mixed_precision.set_global_policy(previous)
     model.set_weights(trained.get_weights())
     return model
 
 
-def serving_raw_feature_spec(tf_transform_output: tft.TFTransformOutput) -> dict:
-    """Raw feature spec of a serving request: every raw column but the label's sources."""
-    spec = dict(tf_transform_output.raw_feature_spec())
-    for key in features.LABEL_SOURCE_FEATURES:
-        spec.pop(key, None)
-    return spec
+def serving_raw_feature_spec(tf_transform_output: tft.TFTransformOutput,
+                             spec: DatasetSpec) -> dict:
+    """Raw feature spec of a serving request: every raw column but the label and its sources."""
+    raw = dict(tf_transform_output.raw_feature_spec())
+    for key in spec.label_sources:
+        raw.pop(key, None)
+    return raw
 
 
 def export_serving_model(
     trained: tf_keras.Model,
     config: TrainerConfig,
+    spec: DatasetSpec,
     tf_transform_output: tft.TFTransformOutput,
     export_dir: str,
+    label_scale: tuple[float, float],
 ) -> None:
-    model = float32_copy(trained, config, category_sizes(tf_transform_output))
+    model = float32_copy(trained, config, spec, category_sizes(spec, tf_transform_output),
+                         label_scale)
     model.tft_layer = tf_transform_output.transform_features_layer()
-    serving_spec = serving_raw_feature_spec(tf_transform_output)
+    serving_spec = serving_raw_feature_spec(tf_transform_output, spec)
     full_spec = tf_transform_output.raw_feature_spec()
+    task = spec.task_info
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")],
                  autograph=False)
     def serve_tf_examples(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
         raw = tf.io.parse_example(serialized, serving_spec)
         transformed = model.tft_layer(raw)
-        return {"probabilities": model(model_inputs(transformed), training=False)}
+        prediction = model(model_inputs(transformed, spec), training=False)
+        return task.serving_outputs(prediction, spec.classes)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")],
                  autograph=False)

@@ -1,90 +1,208 @@
-"""The one place that names the raw columns, how each is transformed, and the label.
+"""The table of feature kinds (a dataset spec's roles), each defined once.
 
-Every other module (preprocessing, model, export, tests) derives its feature lists from here,
-and tests check that these groups cover the curated schema in `schemas/` exactly.
+A kind says which raw column types it accepts, which parameters it takes, the transformed
+features it writes (name, float value or category id, embedding rows), and its Transform code.
+`preprocessing_fn`, the model's inputs, the embedding tables and the spec's checks are loops
+over this table, so a new kind is one entry here. TensorFlow is imported inside the transforms
+only: the pipeline checks specs against this table before TensorFlow loads.
+
+Every output is dense with shape [batch] (a TPU compiles only static shapes), float32 values or
+int64 ids in [0, rows). Missing values never reach the model as gaps: numeric kinds impute the
+mean and add an is-missing indicator; categorical kinds give missing values an id of their own.
 """
 
-# Continuous values: missing → 0, then log1p (heavy right tails: fares up to $700) and z-score.
-LOG_SCALED_FEATURES = ("fare", "trip_miles", "trip_seconds")
+import dataclasses
+from collections.abc import Callable
+from typing import Any
 
-# Continuous values with no heavy tail: missing → mean, then z-score.
-SCALED_FEATURES = ("trip_start_timestamp",)
-
-# Quantile buckets (feature → bucket count); missing → a bucket of its own. Coordinates are
-# only bucketed; fare and distance are bucketed as well as scaled, because the tip rate changes
-# in steps with them (flat tips on short rides).
-BUCKET_FEATURES = {
-    "pickup_latitude": 16,
-    "pickup_longitude": 16,
-    "dropoff_latitude": 16,
-    "dropoff_longitude": 16,
-    "fare": 40,
-    "trip_miles": 20,
-}
-
-# Small integer ranges used as categories directly: value → index in [0, size).
-# (size is max value + 1; an index of `size` is the missing/out-of-range bucket.)
-INTEGER_CATEGORICAL_FEATURES = {
-    "trip_start_hour": 24,
-    "trip_start_day": 8,
-    "trip_start_month": 13,
-    "pickup_community_area": 78,
-    "dropoff_community_area": 78,
-}
-
-# Numeric identifiers with many values (~800 census tracts): hashed into a fixed number of
-# buckets, which needs no analyzer pass; missing → a bucket of its own.
-HASHED_FEATURES = {
-    "pickup_census_tract": 256,
-    "dropoff_census_tract": 256,
-}
-
-# Strings: vocabulary over the training split, plus OOV buckets for values first seen at
-# serving time. Missing → the empty string, which gets a vocabulary entry of its own.
-VOCAB_FEATURES = ("payment_type", "company")
-VOCAB_TOP_K = 1000
-VOCAB_OOV_BUCKETS = 10
-
-# The label: a trip whose tip is more than 20% of its fare (the TFX taxi template's label).
-LABEL_SOURCE_FEATURES = ("tips",)  # raw columns used only for the label: absent at serving time
-FARE_KEY = "fare"
-TIPS_KEY = "tips"
-BIG_TIPPER_FRACTION = 0.2
-LABEL_KEY = "big_tipper"
-
-# Transformed output names carry this suffix so raw and transformed features never collide.
+# Transformed names carry this suffix, so raw and transformed features never collide.
 TRANSFORMED_SUFFIX = "_xf"
+FLOAT = "float"
+CATEGORY = "category"
+
+# Schema types (tensorflow_metadata FeatureType names) a role may read.
+INT, FLOAT_TYPE, BYTES = "INT", "FLOAT", "BYTES"
+NUMERIC_TYPES = (INT, FLOAT_TYPE)
 
 
 def transformed_name(key: str) -> str:
     return key + TRANSFORMED_SUFFIX
 
 
-def bucket_name(key: str) -> str:
-    return transformed_name(key + "_bucket")
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """A role parameter: its default (None: required) and what a valid value is."""
+
+    default: Any
+    check: Callable[[Any], bool]
+    expected: str
 
 
-def dense_float_outputs() -> tuple[str, ...]:
-    """Transformed features holding one float32 value each."""
-    return tuple(transformed_name(k) for k in LOG_SCALED_FEATURES + SCALED_FEATURES)
+def _whole(minimum: int) -> Param:
+    return Param(None, lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= minimum,
+                 f"a whole number >= {minimum}")
 
 
-def categorical_outputs() -> tuple[str, ...]:
-    """Transformed features holding one int64 category index each."""
-    return (
-        tuple(bucket_name(k) for k in BUCKET_FEATURES)
-        + tuple(transformed_name(k) for k in INTEGER_CATEGORICAL_FEATURES)
-        + tuple(transformed_name(k) for k in HASHED_FEATURES)
-        + tuple(transformed_name(k) for k in VOCAB_FEATURES)
-    )
+def _whole_default(default: int, minimum: int) -> Param:
+    return dataclasses.replace(_whole(minimum), default=default)
 
 
-def model_features() -> tuple[str, ...]:
-    """Every raw feature the model sees (all columns but the label's sources)."""
-    keys = LOG_SCALED_FEATURES + SCALED_FEATURES + tuple(BUCKET_FEATURES)
-    keys += tuple(INTEGER_CATEGORICAL_FEATURES) + tuple(HASHED_FEATURES) + VOCAB_FEATURES
-    return tuple(dict.fromkeys(keys))
+_RANGE = Param(None, lambda v: (isinstance(v, list | tuple) and len(v) == 2
+                                and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+                                and v[0] <= v[1]),
+               "[low, high], two whole numbers with low <= high")
 
 
-def all_raw_columns() -> tuple[str, ...]:
-    return model_features() + LABEL_SOURCE_FEATURES
+@dataclasses.dataclass(frozen=True)
+class Output:
+    name: str
+    kind: str  # FLOAT (a float32 value) or CATEGORY (an id with `rows` embedding rows)
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """One role. outputs(column, params) → the transformed features it writes;
+    transform(x, column, params) → their tensors; rows(column, params, vocab_size) → embedding
+    rows of its CATEGORY output (vocab_size reads a vocabulary's size from Transform's
+    output)."""
+
+    name: str
+    types: tuple[str, ...]
+    params: dict[str, Param]
+    doc: str
+    outputs: Callable[[str, dict], tuple[Output, ...]]
+    transform: Callable[[Any, str, dict], dict[str, Any]] | None
+    rows: Callable[[str, dict, Callable[[str], int]], int] = lambda *_: 0
+
+
+# --- transforms (TensorFlow loads only when Transform runs them) -----------------------------
+
+def to_dense(x: Any, default: Any) -> tuple[Any, Any]:
+    """(values [batch], present [batch]) of a feature with at most one value per row.
+
+    Required columns arrive dense ([batch, 1], from `shape { dim { size: 1 } }` in the schema);
+    optional ones arrive sparse, and their gaps are filled with `default`.
+    """
+    import tensorflow as tf
+
+    if isinstance(x, tf.SparseTensor):
+        batch = tf.shape(x, out_type=tf.int64)[0]
+        x = tf.sparse.reset_shape(x, [batch, 1])
+        present = tf.sparse.to_dense(
+            tf.SparseTensor(x.indices, tf.ones_like(x.values, tf.bool), x.dense_shape), False)
+        values = tf.sparse.to_dense(x, default_value=tf.cast(default, x.dtype))
+        return tf.squeeze(values, axis=1), tf.squeeze(present, axis=1)
+    values = tf.reshape(x, [-1])
+    return values, tf.ones_like(values, tf.bool)
+
+
+def _numeric(log: bool) -> Callable[[Any, str, dict], dict[str, Any]]:
+    def transform(x: Any, column: str, params: dict) -> dict[str, Any]:
+        import tensorflow as tf
+        import tensorflow_transform as tft
+
+        values, present = to_dense(x, 0)
+        values = tf.cast(values, tf.float32)
+        if log:
+            values = tf.math.log1p(tf.maximum(values, 0.0))
+        # Gaps take the mean of the present values, so they z-score to 0; the indicator lets
+        # the model tell an imputed value from a real one.
+        mean = tft.mean(tf.boolean_mask(values, present))
+        values = tf.where(present, values, mean)
+        return {transformed_name(column): tft.scale_to_z_score(values),
+                _missing_name(column): 1.0 - tf.cast(present, tf.float32)}
+
+    return transform
+
+
+def _missing_name(column: str) -> str:
+    return transformed_name(column + "_missing")
+
+
+def _numeric_outputs(column: str, params: dict) -> tuple[Output, ...]:
+    return (Output(transformed_name(column), FLOAT), Output(_missing_name(column), FLOAT))
+
+
+def _quantile(x: Any, column: str, params: dict) -> dict[str, Any]:
+    import tensorflow as tf
+    import tensorflow_transform as tft
+
+    n = params["buckets"]
+    values, present = to_dense(x, 0)
+    values = tf.cast(values, tf.float32)
+    boundaries = tft.quantiles(tf.boolean_mask(values, present), n, epsilon=0.01)
+    buckets = tft.apply_buckets(values, boundaries)
+    return {_bucket_name(column): tf.where(present, buckets, tf.constant(n, tf.int64))}
+
+
+def _bucket_name(column: str) -> str:
+    return transformed_name(column + "_bucket")
+
+
+def _integer(x: Any, column: str, params: dict) -> dict[str, Any]:
+    import tensorflow as tf
+
+    low, high = params["range"]
+    values, present = to_dense(x, low - 1)
+    ids = tf.cast(values, tf.int64) - low
+    size = high - low + 1
+    in_range = present & (ids >= 0) & (ids < size)
+    return {transformed_name(column): tf.where(in_range, ids, tf.constant(size, tf.int64))}
+
+
+def _hashed(x: Any, column: str, params: dict) -> dict[str, Any]:
+    import tensorflow as tf
+
+    n = params["buckets"]
+    values, present = to_dense(x, "" if x.dtype == tf.string else 0)
+    text = values if values.dtype == tf.string else tf.strings.as_string(values)
+    buckets = tf.strings.to_hash_bucket_fast(text, n)
+    return {transformed_name(column): tf.where(present, buckets, tf.constant(n, tf.int64))}
+
+
+def _vocabulary(x: Any, column: str, params: dict) -> dict[str, Any]:
+    import tensorflow as tf
+    import tensorflow_transform as tft
+
+    # Missing → the empty string, which gets a vocabulary entry of its own when it occurs.
+    values, _ = to_dense(x, "" if x.dtype == tf.string else 0)
+    if values.dtype != tf.string:
+        values = tf.strings.as_string(values)
+    return {transformed_name(column): tft.compute_and_apply_vocabulary(
+        values, top_k=params["top_k"], num_oov_buckets=params["oov_buckets"],
+        vocab_filename=vocabulary_name(column))}
+
+
+def vocabulary_name(column: str) -> str:
+    return column
+
+
+def _one(suffix_name: Callable[[str], str]) -> Callable[[str, dict], tuple[Output, ...]]:
+    return lambda column, params: (Output(suffix_name(column), CATEGORY),)
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    Kind("zscore", NUMERIC_TYPES, {}, "z-score; gaps → mean plus an is-missing indicator",
+         _numeric_outputs, _numeric(log=False)),
+    Kind("log_zscore", NUMERIC_TYPES, {},
+         "log(1 + max(x, 0)), then z-score (heavy right tails); gaps as zscore",
+         _numeric_outputs, _numeric(log=True)),
+    Kind("quantile", NUMERIC_TYPES, {"buckets": _whole(2)},
+         "quantile bucket id in [0, buckets); missing → id `buckets`",
+         _one(_bucket_name), _quantile, lambda column, p, _: p["buckets"] + 1),
+    Kind("integer", (INT,), {"range": _RANGE},
+         "the value itself as a category id (value - low); missing or outside range → one id",
+         _one(transformed_name), _integer, lambda column, p, _: p["range"][1] - p["range"][0] + 2),
+    Kind("vocabulary", (BYTES, INT), {"top_k": _whole_default(1000, 1),
+                                      "oov_buckets": _whole_default(10, 1)},
+         "vocabulary of the training split (top_k most frequent) plus OOV buckets for values "
+         "first seen at serving time; missing → the empty string",
+         _one(transformed_name), _vocabulary,
+         lambda column, p, vocab_size: vocab_size(vocabulary_name(column)) + p["oov_buckets"]),
+    Kind("hashed", (BYTES, INT), {"buckets": _whole(2)},
+         "hash bucket of the value's text (ids, high cardinality; no analyzer pass); missing → "
+         "id `buckets`",
+         _one(transformed_name), _hashed, lambda column, p, _: p["buckets"] + 1),
+    Kind("ignore", (INT, FLOAT_TYPE, BYTES), {}, "not used by the model",
+         lambda column, params: (), None),
+)}

@@ -1,4 +1,5 @@
-"""The Keras model: embeddings for categories, dense numeric features, an MLP on top.
+"""The Keras model, generated from the dataset spec: an embedding per category id, the float
+features as they are, an MLP on top, and the task's head.
 
 Built with Keras 2 (`tf_keras`), which TFX 1.16 exports as a TF SavedModel. Inputs are the
 transformed features as int32 ids and float32 values of shape [batch]; the model's contract
@@ -9,77 +10,74 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras
 
-from trainer_module import features
 from trainer_module.config import TrainerConfig
+from trainer_module.dataset_spec import DatasetSpec
+from trainer_module.features import CATEGORY
+
+# A regression head's (mean, std) of the label; classification heads ignore it.
+NO_SCALE = (0.0, 1.0)
 
 
-def model_inputs(transformed: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+def model_inputs(transformed: dict[str, tf.Tensor], spec: DatasetSpec) -> dict[str, tf.Tensor]:
     """Selects the model's inputs from transformed features, with TPU-friendly dtypes.
 
     Category ids go to int32 (XLA on TPU has no native int64), values to float32.
     """
-    inputs = {name: tf.cast(transformed[name], tf.float32)
-              for name in features.dense_float_outputs()}
-    inputs.update({name: tf.cast(transformed[name], tf.int32)
-                   for name in features.categorical_outputs()})
-    return inputs
+    return {out.name: tf.cast(transformed[out.name],
+                              tf.int32 if out.kind == CATEGORY else tf.float32)
+            for out in spec.model_outputs()}
 
 
-def category_sizes(tf_transform_output: tft.TFTransformOutput) -> dict[str, int]:
+def category_sizes(spec: DatasetSpec, tf_transform_output: tft.TFTransformOutput) -> dict[str, int]:
     """Number of ids of each categorical transformed feature (embedding table rows)."""
     sizes = {}
-    for key, num_buckets in features.BUCKET_FEATURES.items():
-        sizes[features.bucket_name(key)] = num_buckets + 1
-    for key, size in features.INTEGER_CATEGORICAL_FEATURES.items():
-        sizes[features.transformed_name(key)] = size + 1
-    for key, num_buckets in features.HASHED_FEATURES.items():
-        sizes[features.transformed_name(key)] = num_buckets + 1
-    for key in features.VOCAB_FEATURES:
-        vocab = tf_transform_output.vocabulary_size_by_name(key)
-        sizes[features.transformed_name(key)] = vocab + features.VOCAB_OOV_BUCKETS
+    for feature in spec.features:
+        for out in feature.outputs():
+            if out.kind == CATEGORY:
+                sizes[out.name] = feature.kind.rows(
+                    feature.column, feature.params, tf_transform_output.vocabulary_size_by_name)
     return sizes
 
 
-def build_model(config: TrainerConfig, sizes: dict[str, int]) -> tf_keras.Model:
-    """Builds (uncompiled) the big-tipper classifier under the current dtype policy."""
+def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
+                label_scale: tuple[float, float] = NO_SCALE) -> tf_keras.Model:
+    """Builds (uncompiled) the spec's model under the current dtype policy."""
+    regularizer = tf_keras.regularizers.L2(config.l2) if config.l2 else None
     inputs = {}
     parts = []
     numeric = []
-    for name in features.dense_float_outputs():
-        inputs[name] = tf_keras.Input(shape=(), dtype=tf.float32, name=name)
-        numeric.append(tf_keras.layers.Reshape((1,))(inputs[name]))
-    parts.append(tf_keras.layers.Concatenate(name="numeric")(numeric))
-    for name in features.categorical_outputs():
-        inputs[name] = tf_keras.Input(shape=(), dtype=tf.int32, name=name)
-        parts.append(
-            tf_keras.layers.Embedding(
-                sizes[name], config.embedding_dim, name=f"{name}_embedding",
-                embeddings_regularizer=tf_keras.regularizers.L2(config.l2) if config.l2 else None,
-            )(inputs[name])
-        )
-    x = tf_keras.layers.Concatenate(name="all_features")(parts)
+    for out in spec.model_outputs():
+        if out.kind == CATEGORY:
+            inputs[out.name] = tf_keras.Input(shape=(), dtype=tf.int32, name=out.name)
+            parts.append(tf_keras.layers.Embedding(
+                sizes[out.name], config.embedding_dim, name=f"{out.name}_embedding",
+                embeddings_regularizer=regularizer)(inputs[out.name]))
+        else:
+            inputs[out.name] = tf_keras.Input(shape=(), dtype=tf.float32, name=out.name)
+            numeric.append(tf_keras.layers.Reshape((1,))(inputs[out.name]))
+    if numeric:
+        parts.insert(0, tf_keras.layers.Concatenate(name="numeric")(numeric)
+                     if len(numeric) > 1 else numeric[0])
+    x = tf_keras.layers.Concatenate(name="all_features")(parts) if len(parts) > 1 else parts[0]
     for i, width in enumerate(config.hidden_units):
-        x = tf_keras.layers.Dense(
-            width, activation="relu", name=f"hidden_{i}",
-            kernel_regularizer=tf_keras.regularizers.L2(config.l2) if config.l2 else None,
-        )(x)
+        x = tf_keras.layers.Dense(width, activation="relu", name=f"hidden_{i}",
+                                  kernel_regularizer=regularizer)(x)
         if config.dropout:
             x = tf_keras.layers.Dropout(config.dropout, name=f"dropout_{i}")(x)
-    # The head stays float32 under mixed precision so the sigmoid and the loss are exact.
-    output = tf_keras.layers.Dense(1, activation="sigmoid", dtype="float32", name="probability")(x)
-    return tf_keras.Model(inputs=inputs, outputs=output, name="big_tipper")
+    output = spec.task_info.head(spec.num_classes, label_scale)(x)
+    return tf_keras.Model(inputs=inputs, outputs=output, name=spec.name or spec.task)
 
 
-def compile_model(
-    model: tf_keras.Model, config: TrainerConfig, steps_per_execution: int, jit_compile: bool
-) -> None:
+def compile_model(model: tf_keras.Model, config: TrainerConfig, spec: DatasetSpec,
+                  steps_per_execution: int, jit_compile: bool,
+                  label_scale: tuple[float, float] = NO_SCALE) -> None:
+    task = spec.task_info
     model.compile(
         optimizer=tf_keras.optimizers.Adam(learning_rate=config.learning_rate),
-        loss=tf_keras.losses.BinaryCrossentropy(),
-        metrics=[
-            tf_keras.metrics.BinaryAccuracy(name="accuracy"),
-            tf_keras.metrics.AUC(name="auc"),
-        ],
+        loss=task.loss(spec.regression_loss, label_scale),
+        # Weighted, so rows without a label (weight 0, missing_labels="drop") count nowhere;
+        # with no weights they are the plain metrics.
+        weighted_metrics=task.keras_metrics(),
         steps_per_execution=steps_per_execution,
         jit_compile=jit_compile,
     )

@@ -8,8 +8,9 @@ import tf_keras
 from absl import logging
 from tfx.components.trainer.fn_args_utils import FnArgs
 
-from trainer_module import data, export, model, strategy
+from trainer_module import data, export, model, strategy, tasks
 from trainer_module.config import TrainerConfig
+from trainer_module.dataset_spec import DatasetSpec
 
 # Train steps per host round trip when the config says 0 (auto): a TPU idles between
 # executions, and even on CPU a small step costs less than Keras' per-call overhead.
@@ -70,6 +71,7 @@ def check_tpu_paths(fn_args: FnArgs) -> None:
 def run_fn(fn_args: FnArgs) -> None:
     """TFX Trainer entry point (GenericExecutor)."""
     config = TrainerConfig.from_custom_config(fn_args.custom_config)
+    spec = DatasetSpec.from_custom_config(fn_args.custom_config)
     dist = strategy.get_distribution_strategy(config)
     on_tpu = strategy.is_tpu(dist)
     per_replica = per_replica_batch_size(config, dist.num_replicas_in_sync)
@@ -82,16 +84,18 @@ def run_fn(fn_args: FnArgs) -> None:
 
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
     feature_spec = tf_transform_output.transformed_feature_spec()
-    train_ds = data.distributed_dataset(
-        dist, fn_args.train_files, feature_spec, per_replica, training=True, seed=config.seed)
-    eval_ds = data.distributed_dataset(
-        dist, fn_args.eval_files, feature_spec, per_replica, training=False)
+    train_ds = data.distributed_dataset(dist, fn_args.train_files, feature_spec, per_replica,
+                                        spec=spec, training=True, seed=config.seed)
+    eval_ds = data.distributed_dataset(dist, fn_args.eval_files, feature_spec, per_replica,
+                                       spec=spec, training=False)
+    label_scale = (data.label_scale(fn_args.train_files, spec)
+                   if spec.task == tasks.REGRESSION else model.NO_SCALE)
     eval_steps = fn_args.eval_steps or data.count_batches(fn_args.eval_files, global_batch)
     epochs = _epochs(fn_args.train_steps, config.epochs)
     logging.info(
-        "Training %d steps in %d epochs: replicas=%d per-replica batch=%d global batch=%d "
-        "steps_per_execution=%d precision=%s jit_compile=%s",
-        fn_args.train_steps, epochs, dist.num_replicas_in_sync, per_replica,
+        "Training %s (%s) %d steps in %d epochs: replicas=%d per-replica batch=%d global "
+        "batch=%d steps_per_execution=%d precision=%s jit_compile=%s",
+        spec.name, spec.task, fn_args.train_steps, epochs, dist.num_replicas_in_sync, per_replica,
         global_batch, spe, precision, config.jit_compile,
     )
     tf_keras.utils.set_random_seed(config.seed)
@@ -99,9 +103,10 @@ def run_fn(fn_args: FnArgs) -> None:
     tf_keras.mixed_precision.set_global_policy(precision)
     try:
         with dist.scope():
-            keras_model = model.build_model(config, model.category_sizes(tf_transform_output))
-            model.compile_model(keras_model, config, steps_per_execution=spe,
-                                jit_compile=config.jit_compile)
+            keras_model = model.build_model(
+                config, spec, model.category_sizes(spec, tf_transform_output), label_scale)
+            model.compile_model(keras_model, config, spec, steps_per_execution=spe,
+                                jit_compile=config.jit_compile, label_scale=label_scale)
         started = time.monotonic()
         keras_model.fit(
             train_ds,
@@ -124,6 +129,7 @@ def run_fn(fn_args: FnArgs) -> None:
         trained = time.monotonic()
     finally:
         tf_keras.mixed_precision.set_global_policy("float32")
-    export.export_serving_model(keras_model, config, tf_transform_output, fn_args.serving_model_dir)
+    export.export_serving_model(keras_model, config, spec, tf_transform_output,
+                                fn_args.serving_model_dir, label_scale)
     logging.info("Trained in %.1f s, exported in %.1f s", trained - started,
                  time.monotonic() - trained)

@@ -7,11 +7,8 @@ executions and counts how often it was traced. A TPU recompiles on every retrace
 above one trace means a shape is not static.
 """
 
-import argparse
 import dataclasses
-import os
 import re
-import sys
 from collections.abc import Callable
 
 import tensorflow as tf
@@ -20,6 +17,7 @@ import tf_keras
 
 from trainer_module import data, model, run, strategy
 from trainer_module.config import TrainerConfig
+from trainer_module.dataset_spec import DatasetSpec
 
 
 @dataclasses.dataclass
@@ -76,10 +74,14 @@ def check(
     transform_output: str,
     train_files: str | list[str],
     config: TrainerConfig,
+    spec: DatasetSpec,
     steps: int = 24,
     build_model: Callable[[], tf_keras.Model] | None = None,
 ) -> Readiness:
     """Compiles and runs the train step with XLA on the default strategy's devices.
+
+    A regression head is checked with a unit label scale: the scale is two constants, and the
+    step's shapes and ops do not depend on their values.
 
     build_model: another model to check (built in the strategy's scope); default: the Trainer's.
     """
@@ -88,14 +90,14 @@ def check(
     tft_output = tft.TFTransformOutput(transform_output)
     dataset = data.distributed_dataset(
         dist, train_files, tft_output.transformed_feature_spec(), per_replica,
-        training=True, seed=config.seed)
-    inputs_spec, label_spec = dataset.element_spec
+        spec=spec, training=True, seed=config.seed)
+    inputs_spec, label_spec = dataset.element_spec[:2]
     features = {n: (s.shape.as_list(), s.dtype.name) for n, s in inputs_spec.items()}
     spe = min(run.steps_per_execution(config, on_tpu=False), steps)
     with dist.scope():
         keras_model = (build_model() if build_model
-                       else model.build_model(config, model.category_sizes(tft_output)))
-        model.compile_model(keras_model, config, steps_per_execution=spe, jit_compile=True)
+                       else model.build_model(config, spec, model.category_sizes(spec, tft_output)))
+        model.compile_model(keras_model, config, spec, steps_per_execution=spe, jit_compile=True)
     report = Readiness(
         features=features, label=(label_spec.shape.as_list(), label_spec.dtype.name),
         replicas=dist.num_replicas_in_sync, per_replica_batch=per_replica,
@@ -112,29 +114,3 @@ def check(
     if keras_model.train_function is not None:
         report.traces = keras_model.train_function.experimental_get_tracing_count()
     return report
-
-
-def main(argv: list[str]) -> int:
-    from pipeline import run_summary
-    from pipeline.pipeline_config import from_env
-
-    parser = argparse.ArgumentParser(description="TPU readiness report for the Trainer.")
-    parser.add_argument("--output-dir", help="the pipeline's OUTPUT_DIR (default: output/)")
-    args = parser.parse_args(argv)
-    config = from_env(**({"output_dir": os.path.abspath(args.output_dir)}
-                         if args.output_dir else {}))
-    summary = run_summary.latest_run(config.metadata_path, config.pipeline_name)
-    transform = summary.nodes.get("Transform") if summary else None
-    if transform is None or not transform.outputs.get("transformed_examples"):
-        print(f"error: no Transform output recorded in {config.metadata_path}: run `make run` "
-              "(with the same OUTPUT_DIR) first", file=sys.stderr)
-        return 2
-    examples = transform.outputs["transformed_examples"][0].uri
-    graph = transform.outputs["transform_graph"][0].uri
-    report = check(graph, os.path.join(examples, "Split-train", "*"), config.trainer)
-    print(report.format())
-    return 0 if report.ready else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

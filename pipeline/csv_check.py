@@ -1,0 +1,157 @@
+"""The CSV check the runner makes before TensorFlow loads: one pass over each data file.
+
+CsvExampleGen reads a folder of CSV files as one split; a file it cannot read, or data the spec
+cannot learn from (an unknown class, rows without a label), would otherwise fail minutes into a
+run, or train silently on less. Every error names the file, the line and what to do.
+"""
+
+import csv
+import dataclasses
+import functools
+import glob
+import os
+
+from pipeline.errors import ConfigError
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelCheck:
+    """What the label column of every row must hold.
+
+    column: the raw label column; allowed: its allowed values as CSV text (None: any);
+    missing_allowed: rows with an empty label cell are allowed (the spec drops them);
+    integer: the column is INT, so '1.0' is the class '1'.
+    """
+
+    column: str
+    allowed: tuple[str, ...] | None
+    missing_allowed: bool
+    integer: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Scan:
+    header: tuple[str, ...] | None
+    rows: int
+    missing_labels: int = 0
+
+
+def csv_files(data_dir: str) -> list[str]:
+    return sorted(glob.glob(os.path.join(data_dir, "*.csv")))
+
+
+def check_data_dir(data_dir: str, columns: list[str], schema_path: str,
+                   label: LabelCheck | None = None) -> int:
+    """The data dir holds well-formed UTF-8 CSV files that CsvExampleGen can read as one split.
+
+    Every file must have the same header (CsvExampleGen rejects a split whose files differ),
+    naming every column of the schema, and every row as many fields as the header; together
+    they must hold at least one data row. With `label`, every label cell must hold an allowed
+    value. Returns the number of rows without a label.
+    """
+    if not os.path.isdir(data_dir):
+        raise ConfigError(f"data_dir={data_dir!r}: no such directory; expected a folder of "
+                          "CSV files with a header row")
+    files = csv_files(data_dir)
+    if not files:
+        raise ConfigError(f"data_dir={data_dir!r} holds no *.csv files: expected one or more "
+                          "CSV files with a header row")
+    first_header: tuple[str, ...] | None = None
+    data_rows = missing_labels = 0
+    for path in files:
+        scan = _scan(path, label)
+        if scan.header is None:
+            raise ConfigError(f"data file {path!r} is empty: expected a header row naming "
+                              f"the columns {columns}")
+        missing = [c for c in columns if c not in scan.header]
+        if missing:
+            raise ConfigError(f"data file {path!r} lacks column(s) {missing} that the schema "
+                              f"{schema_path!r} names; its header is {list(scan.header)}")
+        if first_header is None:
+            first_header = scan.header
+        elif scan.header != first_header:
+            raise ConfigError(
+                f"data file {path!r} has the header {list(scan.header)}, but {files[0]!r} has "
+                f"{list(first_header)}: every CSV file in data_dir={data_dir!r} must have the "
+                "same columns in the same order"
+            )
+        data_rows += scan.rows
+        missing_labels += scan.missing_labels
+    if data_rows == 0:
+        raise ConfigError(f"data_dir={data_dir!r}: its CSV files hold a header but no data "
+                          "rows; expected at least one row of data")
+    if label and missing_labels and not label.missing_allowed:
+        raise ConfigError(
+            f"data_dir={data_dir!r}: {missing_labels} of {data_rows} rows have no value in the "
+            f"label column {label.column!r}; a row without a label cannot train. Fill them in, "
+            "or set missing = \"drop\" under [label] in the dataset spec to leave such rows out "
+            "(the run report counts them)")
+    return missing_labels
+
+
+def _scan(path: str, label: LabelCheck | None) -> Scan:
+    """Each runner validates its config and then `create_pipeline` validates it again: a file
+    whose size and modification time are unchanged is read once per process."""
+    try:
+        stat = os.stat(path)
+    except OSError as e:
+        raise ConfigError(f"data file {path!r} cannot be read as CSV: {e}") from e
+    return _scan_once(path, stat.st_size, stat.st_mtime_ns, label)
+
+
+@functools.lru_cache(maxsize=256)
+def _scan_once(path: str, size: int, mtime_ns: int, label: LabelCheck | None) -> Scan:
+
+    def decoded_lines(f):
+        for number, raw in enumerate(f, start=1):
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ConfigError(
+                    f"data file {path!r}, line {number}: bytes {raw[e.start:e.end]!r} are not "
+                    "UTF-8; expected UTF-8 text (re-encode the file, e.g. with "
+                    "`iconv -f latin1 -t utf-8`)"
+                ) from None
+
+    try:
+        with open(path, "rb") as f:
+            reader = csv.reader(decoded_lines(f))
+            header = next(reader, None)
+            if not header:
+                return Scan(None, 0)
+            index = header.index(label.column) if label and label.column in header else None
+            allowed = set(label.allowed) if label and label.allowed is not None else None
+            rows = missing = 0
+            for row in reader:
+                if len(row) != len(header):
+                    raise ConfigError(
+                        f"data file {path!r}, line {reader.line_num}: {len(row)} field(s) "
+                        f"where the header has {len(header)}; expected one value (possibly "
+                        "empty) per column: is the line cut short or does a value hold an "
+                        "unquoted comma?"
+                    )
+                rows += 1
+                if index is None:
+                    continue
+                value = row[index]
+                if value == "":
+                    missing += 1
+                elif allowed is not None and _label_text(value, label.integer) not in allowed:
+                    raise ConfigError(
+                        f"data file {path!r}, line {reader.line_num}: label {label.column!r} = "
+                        f"{value!r} is not one of the spec's classes {sorted(allowed)}; add "
+                        "it to classes under [label] in the dataset spec, or fix the row")
+    except (OSError, csv.Error) as e:
+        raise ConfigError(f"data file {path!r} cannot be read as CSV: {e}") from e
+    return Scan(tuple(header), rows, missing)
+
+
+def _label_text(value: str, integer: bool) -> str:
+    """An integer label written as '1.0' is the class '1'."""
+    if not integer:
+        return value
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return str(int(number)) if number.is_integer() else value

@@ -1,0 +1,105 @@
+"""Where a dataset's files live, and reading them: `schemas/<name>/spec.toml` and
+`schemas/<name>/schema.pbtxt`, the reviewed pair that drives the whole DAG.
+
+A dataset is named (`DATASET=penguins` → schemas/penguins/) or given as a folder holding the
+two files. Both are read and checked against each other here, before TensorFlow loads; errors
+name the file, the key, the value and the expected form.
+"""
+
+import os
+import re
+import tomllib
+
+from google.protobuf import text_format
+from tensorflow_metadata.proto.v0 import schema_pb2
+
+from pipeline.errors import ConfigError
+from trainer_module import dataset_spec
+from trainer_module.dataset_spec import DatasetSpec, SpecError
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCHEMAS_DIR = os.path.join(REPO_ROOT, "schemas")
+DATA_ROOT = os.path.join(REPO_ROOT, "data")
+SPEC_FILE = "spec.toml"
+SCHEMA_FILE = "schema.pbtxt"
+DEFAULT_DATASET = "taxi"
+# A dataset's name becomes part of its pipeline's name, which Kubeflow and Vertex restrict.
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,60}$")
+
+
+def dataset_dir(dataset: str) -> str:
+    """schemas/<dataset> for a name; the folder itself for a path."""
+    if os.sep in dataset or dataset.startswith("."):
+        return os.path.abspath(dataset)
+    return os.path.join(SCHEMAS_DIR, dataset)
+
+
+def dataset_name(dataset: str) -> str:
+    """The dataset's name: the folder's name, checked for use in a pipeline name."""
+    name = os.path.basename(os.path.normpath(dataset_dir(dataset)))
+    if not NAME_RE.match(name):
+        raise ConfigError(f"dataset={dataset!r}: the dataset's folder name {name!r} must be "
+                          "lowercase letters, digits and '-', e.g. 'taxi' or 'house-prices'")
+    return name
+
+
+def shipped_data_dir(dataset: str) -> str:
+    """data/<name>: where a shipped dataset's CSV files are."""
+    return os.path.join(DATA_ROOT, dataset_name(dataset))
+
+
+def load_schema(path: str) -> schema_pb2.Schema:
+    """Parses a text-format TFMD schema, naming the file and the parse error on failure."""
+    if not os.path.isfile(path):
+        raise ConfigError(f"schema {path!r}: no such file; expected a text-format schema "
+                          f"beside the dataset spec ({SCHEMA_FILE}); `make dataset` writes one")
+    try:
+        with open(path, encoding="utf-8") as f:
+            schema = text_format.Parse(f.read(), schema_pb2.Schema())
+    except (text_format.ParseError, UnicodeDecodeError) as e:
+        raise ConfigError(
+            f"schema {path!r} does not parse as a text-format tensorflow_metadata Schema: {e}"
+        ) from e
+    if not schema.feature:
+        raise ConfigError(f"schema {path!r} defines no features: expected one "
+                          "`feature {{ name: ... type: ... }}` block per CSV column")
+    return schema
+
+
+def load_spec(dataset: str) -> tuple[DatasetSpec, schema_pb2.Schema]:
+    """The dataset's spec, checked against its schema, and the schema.
+
+    Args:
+      dataset: a name under schemas/ or a folder holding spec.toml and schema.pbtxt.
+
+    Returns:
+      (spec, schema).
+
+    Raises:
+      ConfigError: naming the file, the key, the value and the expected form.
+    """
+    folder = dataset_dir(dataset)
+    name = dataset_name(dataset)
+    if not os.path.isdir(folder):
+        known = sorted(d for d in os.listdir(SCHEMAS_DIR)
+                       if os.path.isfile(os.path.join(SCHEMAS_DIR, d, SPEC_FILE)))
+        raise ConfigError(f"dataset={dataset!r}: no folder {folder}; expected one of "
+                          f"{', '.join(known)} or a folder with {SPEC_FILE} and {SCHEMA_FILE} "
+                          "(`make dataset NAME=… DATA_DIR=… LABEL=… TASK=…` writes one)")
+    spec_path = os.path.join(folder, SPEC_FILE)
+    schema_path = os.path.join(folder, SCHEMA_FILE)
+    try:
+        with open(spec_path, "rb") as f:
+            values = tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"dataset spec {spec_path!r}: no such file; expected the TOML spec "
+                          "of the dataset (README: \"Your own data\")") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"dataset spec {spec_path!r} is not valid TOML: {e}") from e
+    schema = load_schema(schema_path)
+    try:
+        spec = dataset_spec.from_dict(values, source=spec_path, name=name)
+        dataset_spec.check_against_schema(spec, schema, spec_path, schema_path)
+    except SpecError as e:
+        raise ConfigError(str(e)) from e
+    return spec, schema

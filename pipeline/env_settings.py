@@ -1,0 +1,97 @@
+"""Settings from the environment: `make run DATASET=… TRAIN_STEPS=…` and the runners' flags.
+
+Each variable is parsed here, naming the variable, the raw value and the expected form; the
+result is a PipelineConfig, which validates the rest.
+"""
+
+import os
+from collections.abc import Mapping
+
+from pipeline.datasets import DEFAULT_DATASET
+from pipeline.errors import ConfigError
+from pipeline.pipeline_config import PipelineConfig, is_remote
+from trainer_module.config import TrainerConfig, TrainerConfigError
+
+_ENV_INTS = {"TRAIN_STEPS": "train_steps", "EVAL_STEPS": "eval_steps"}
+_ENV_TRAINER_INTS = {
+    "PER_REPLICA_BATCH_SIZE": "per_replica_batch_size",
+    "GLOBAL_BATCH_SIZE": "global_batch_size",
+    "STEPS_PER_EXECUTION": "steps_per_execution",
+}
+_ENV_FLOATS = {
+    "MIN_EVAL_ACCURACY": "min_eval_accuracy",
+    "MAX_ACCURACY_REGRESSION": "max_accuracy_regression",
+}
+
+
+def from_env(env: Mapping[str, str] | None = None, **overrides: object) -> PipelineConfig:
+    """Config from defaults, the dataset spec's [training], environment variables, then keyword
+    overrides.
+
+    Variables: DATASET, PIPELINE_NAME, DATA_DIR, OUTPUT_DIR, TRAIN_STEPS, EVAL_STEPS,
+    MIN_EVAL_ACCURACY, MAX_ACCURACY_REGRESSION, PER_REPLICA_BATCH_SIZE, GLOBAL_BATCH_SIZE,
+    STEPS_PER_EXECUTION, STRATEGY, TPU_ADDRESS, REQUIRE_TPU. Empty variables count as unset
+    (so `make run DATA_DIR=` keeps the default).
+
+    Raises:
+      ConfigError: naming the variable or setting, its value and the expected form.
+    """
+    env = os.environ if env is None else env
+    values: dict[str, object] = {}
+    trainer: dict[str, object] = {}
+    for var, field in (("DATASET", "dataset"), ("PIPELINE_NAME", "pipeline_name"),
+                       ("DATA_DIR", "data_dir"), ("OUTPUT_DIR", "output_dir")):
+        if env.get(var):
+            keep = field in ("pipeline_name", "dataset") or is_remote(env[var])
+            values[field] = env[var] if keep else os.path.abspath(env[var])
+    for var, field in _ENV_INTS.items():
+        if env.get(var):
+            values[field] = _env_int(var, env[var])
+    for var, field in _ENV_FLOATS.items():
+        if env.get(var):
+            values[field] = _env_float(var, env[var])
+    for var, field in _ENV_TRAINER_INTS.items():
+        if env.get(var):
+            trainer[field] = _env_int(var, env[var])
+    if env.get("STRATEGY"):
+        trainer["strategy"] = env["STRATEGY"]
+    if env.get("TPU_ADDRESS"):
+        trainer["tpu_address"] = env["TPU_ADDRESS"]
+    if env.get("REQUIRE_TPU"):
+        trainer["require_tpu"] = _env_bool("REQUIRE_TPU", env["REQUIRE_TPU"])
+    trainer_overrides = overrides.pop("trainer", None)
+    values.update(overrides)
+    # The dataset's own sizes come first among the defaults: a spec for 300 rows says so.
+    spec = PipelineConfig(dataset=str(values.get("dataset", DEFAULT_DATASET))).dataset_spec()
+    if spec.train_steps and "train_steps" not in values:
+        values["train_steps"] = spec.train_steps
+    if spec.per_replica_batch_size and "per_replica_batch_size" not in trainer:
+        trainer["per_replica_batch_size"] = spec.per_replica_batch_size
+    try:
+        values["trainer"] = trainer_overrides or TrainerConfig(**trainer)
+        return PipelineConfig(**values)
+    except TrainerConfigError as e:
+        raise ConfigError(f"trainer setting {e}") from e
+
+
+def _env_int(var: str, raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{var}={raw!r}: expected a whole number") from None
+
+
+def _env_float(var: str, raw: str) -> float:
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(f"{var}={raw!r}: expected a number") from None
+
+
+def _env_bool(var: str, raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes"):
+        return True
+    if lowered in ("0", "false", "no"):
+        return False
+    raise ConfigError(f"{var}={raw!r}: expected true/false (or 1/0)")

@@ -1,0 +1,41 @@
+"""Names the DAG and everything that reads its records share: node ids, output keys, and the
+custom properties TFX's components write on their artifacts.
+
+Node ids are TFX's default ids (each component's class name) unless the DAG sets one; output
+keys and properties are TFX's own (tfx/types/standard_component_specs.py,
+tfx/components/evaluator/constants.py, tfx/components/pusher/executor.py).
+"""
+
+# Node ids.
+CSV_EXAMPLE_GEN = "CsvExampleGen"
+STATISTICS_GEN = "StatisticsGen"
+SCHEMA_GEN = "ImportSchemaGen"
+EXAMPLE_VALIDATOR = "ExampleValidator"
+ANOMALY_GATE = "AnomalyGate"
+TRANSFORM = "Transform"
+TRAINER = "Trainer"
+BASELINE_RESOLVER = "baseline_resolver"
+EVALUATOR = "Evaluator"
+PUSHER = "Pusher"
+
+# Output keys.
+EXAMPLES = "examples"
+STATISTICS = "statistics"
+SCHEMA = "schema"
+ANOMALIES = "anomalies"
+TRANSFORMED_EXAMPLES = "transformed_examples"
+TRANSFORM_GRAPH = "transform_graph"
+MODEL = "model"
+MODEL_RUN = "model_run"
+EVALUATION = "evaluation"
+BLESSING = "blessing"
+PUSHED_MODEL = "pushed_model"
+
+# Custom properties.
+BLESSED = "blessed"  # ModelBlessing: 1 blessed, 0 not
+PUSHED = "pushed"  # PushedModel: 1 pushed, 0 not
+PUSHED_DESTINATION = "pushed_destination"  # PushedModel: where the version went
+PUSHED_VERSION = "pushed_version"  # PushedModel: the version's folder name
+
+# Execution properties.
+PUSH_DESTINATION = "push_destination"  # Pusher: the PushDestination proto, as JSON

@@ -1,0 +1,47 @@
+"""`make tpu-check`: the TPU readiness report on the latest run's Transform output.
+
+    python -m pipeline.tpu_check [--output-dir O]
+
+Finds the run's Transform output in its ML Metadata store and hands the plain paths, the
+trainer settings and the dataset spec to trainer_module/tpu_check.py, which builds and compiles
+the Trainer's step.
+"""
+
+import argparse
+import os
+import sys
+
+from pipeline import names, run_summary
+from pipeline.env_settings import from_env
+from pipeline.pipeline_config import ConfigError
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="TPU readiness report for the Trainer.")
+    parser.add_argument("--output-dir", help="the pipeline's OUTPUT_DIR (default: output/)")
+    args = parser.parse_args(argv)
+    try:
+        config = from_env(**({"output_dir": os.path.abspath(args.output_dir)}
+                             if args.output_dir else {}))
+        spec = config.dataset_spec()
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    summary = run_summary.latest_run(config.metadata_path, config.pipeline_name)
+    examples = summary.output(names.TRANSFORM, names.TRANSFORMED_EXAMPLES) if summary else None
+    graph = summary.output(names.TRANSFORM, names.TRANSFORM_GRAPH) if summary else None
+    if examples is None or graph is None:
+        print(f"error: no Transform output of pipeline {config.pipeline_name!r} recorded in "
+              f"{config.metadata_path}: run `make run` (with the same OUTPUT_DIR and DATASET) "
+              "first", file=sys.stderr)
+        return 2
+    from trainer_module import tpu_check
+
+    report = tpu_check.check(graph.uri, os.path.join(examples.uri, "Split-train", "*"),
+                             config.trainer, spec)
+    print(report.format())
+    return 0 if report.ready else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

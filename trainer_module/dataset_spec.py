@@ -1,0 +1,449 @@
+"""A dataset spec: the label and task, each column's role, slices and the Evaluator's thresholds.
+
+One spec per dataset, kept beside its curated schema (`schemas/<name>/spec.toml`). The pipeline
+reads the file, checks it against the schema and passes it, as a plain dict, to Transform and
+the Trainer through `custom_config`, so Transform's `preprocessing_fn`, the model, its head and
+the serving signature are generated from the same reviewed text. This module needs no
+TensorFlow: a bad spec fails before TensorFlow loads, naming the file, key, value and the
+expected form.
+"""
+
+import dataclasses
+from typing import Any
+
+from trainer_module import tasks
+from trainer_module.features import KINDS, NUMERIC_TYPES, transformed_name
+
+# The key under which the pipeline passes the spec in Transform's and the Trainer's custom_config.
+CUSTOM_CONFIG_KEY = "dataset_spec"
+RULE_OPS = (">", ">=", "<", "<=")
+MISSING_LABELS = ("stop", "drop")
+SECTIONS = ("label", "features", "evaluation", "training")
+TRAINING_KEYS = ("train_steps", "per_replica_batch_size")
+
+
+class SpecError(ValueError):
+    """A dataset spec is malformed or does not fit its schema or data."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelRule:
+    """A binary label derived from numeric columns: `column op times × of`, or `column op value`.
+
+    Taxi's big tipper is `tips > 0.2 × fare`; a late flight is `delay > 15`. `column` holds the
+    answer, so it is never a feature and is absent when the model serves; `of` may be a feature
+    (taxi's fare is one), else it is absent when serving too.
+    """
+
+    column: str
+    op: str
+    value: float | None = None
+    of: str | None = None
+    times: float = 1.0
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return (self.column,) + ((self.of,) if self.of else ())
+
+    def describe(self) -> str:
+        right = (f"{self.times:g} × {self.of}" if self.of else f"{self.value:g}")
+        return f"{self.column} {self.op} {right}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Feature:
+    """One use of a raw column: its role (a kind in trainer_module/features.py) and parameters."""
+
+    column: str
+    role: str
+    params: dict[str, Any]
+
+    @property
+    def kind(self):
+        return KINDS[self.role]
+
+    def outputs(self):
+        return self.kind.outputs(self.column, self.params)
+
+
+@dataclasses.dataclass(frozen=True)
+class Threshold:
+    """A bound on an Evaluator metric (the task's own), overall, and the change allowed against
+    the last blessed model (in the worse direction; None: not compared)."""
+
+    metric: str
+    bound: float
+    allowed_change: float | None
+
+    def eval_metric(self, task: str) -> tasks.EvalMetric:
+        return tasks.TASKS[task].metrics[self.metric]
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetSpec:
+    """What a dataset is and how to learn it. See the README's "Your own data" for the file form.
+
+    label: the label's name (a raw column, or the name given to a rule's result);
+    classes: multiclass class names in id order (binary: optional, the second is positive);
+    regression_loss: 'mse' or 'huber', on the standardized target;
+    missing_labels: 'stop' (a row without a label stops the run, with the count) or 'drop'
+      (such rows are left out of training and evaluation, and the report counts them);
+    train_steps / per_replica_batch_size: defaults for this dataset's size (settings win).
+    """
+
+    name: str
+    task: str
+    label: str
+    features: tuple[Feature, ...]
+    thresholds: tuple[Threshold, ...]
+    classes: tuple[str, ...] = ()
+    rule: LabelRule | None = None
+    slices: tuple[str, ...] = ()
+    regression_loss: str = "mse"
+    missing_labels: str = "stop"
+    train_steps: int | None = None
+    per_replica_batch_size: int | None = None
+
+    # --- derived names -----------------------------------------------------------------------
+
+    @property
+    def label_key(self) -> str:
+        """The transformed label's name (what the Evaluator reads as label_key)."""
+        return transformed_name(self.label)
+
+    @property
+    def label_weight_key(self) -> str:
+        """1.0 for a row with a label, 0.0 for one without (missing_labels='drop')."""
+        return transformed_name(self.label + "_present")
+
+    @property
+    def task_info(self) -> tasks.Task:
+        return tasks.TASKS[self.task]
+
+    @property
+    def label_sources(self) -> tuple[str, ...]:
+        """Raw columns that only make the label: never part of a serving request."""
+        if not self.rule:
+            return (self.label,)
+        features = {f.column for f in self.features}
+        return tuple(c for c in self.rule.sources if c not in features)
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes) if self.task == tasks.MULTICLASS else 1
+
+    def model_outputs(self):
+        """Every transformed feature the model reads, in spec order."""
+        return tuple(out for f in self.features for out in f.outputs())
+
+    def columns(self) -> tuple[str, ...]:
+        """Every raw column the spec names (features, label or its sources)."""
+        return tuple(dict.fromkeys([f.column for f in self.features] + list(self.label_sources)))
+
+    # --- the dict form (TOML file, custom_config) -------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        label: dict[str, Any] = {"column": self.label, "task": self.task,
+                                 "missing": self.missing_labels}
+        if self.classes:
+            label["classes"] = list(self.classes)
+        if self.task == tasks.REGRESSION:
+            label["loss"] = self.regression_loss
+        if self.rule:
+            label["rule"] = {k: v for k, v in dataclasses.asdict(self.rule).items()
+                             if v is not None}
+        features: dict[str, list[dict[str, Any]]] = {}
+        for f in self.features:
+            features.setdefault(f.column, []).append({"role": f.role, **f.params})
+        thresholds = {}
+        for t in self.thresholds:
+            side = "min" if t.eval_metric(self.task).higher_is_better else "max"
+            thresholds[t.metric] = {side: t.bound, **(
+                {} if t.allowed_change is None else {"allowed_change": t.allowed_change})}
+        training = {k: getattr(self, k) for k in TRAINING_KEYS if getattr(self, k) is not None}
+        return {"name": self.name, "label": label, "features": features,
+                "evaluation": {"slices": list(self.slices), "thresholds": thresholds},
+                **({"training": training} if training else {})}
+
+    def to_custom_config(self) -> dict[str, Any]:
+        return {CUSTOM_CONFIG_KEY: self.to_dict()}
+
+    @classmethod
+    def from_custom_config(cls, custom_config: dict[str, Any] | None) -> "DatasetSpec":
+        values = (custom_config or {}).get(CUSTOM_CONFIG_KEY)
+        if not values:
+            raise SpecError(f"custom_config has no {CUSTOM_CONFIG_KEY!r}: the pipeline passes "
+                            "the dataset spec there (pipeline/dag.py)")
+        return from_dict(values, source="custom_config", name=values.get("name", ""))
+
+
+# --- parsing --------------------------------------------------------------------------------
+
+class _Reader:
+    """Names the file and key of every error."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, key: str, value: Any, expected: str) -> SpecError:
+        return SpecError(f"{self.source}: {key} = {value!r}: expected {expected}")
+
+    def table(self, values: Any, key: str, required: bool = True) -> dict[str, Any]:
+        if values is None and not required:
+            return {}
+        if not isinstance(values, dict):
+            raise self.fail(key, values, "a table ([" + key + "])")
+        return values
+
+    def unknown(self, values: dict, key: str, known: tuple[str, ...]) -> None:
+        extra = sorted(set(values) - set(known))
+        if extra:
+            raise self.fail(f"{key}.{extra[0]}" if key else extra[0], values[extra[0]],
+                            f"only the keys {', '.join(known)}" + (f" in [{key}]" if key else ""))
+
+    def string(self, values: dict, key: str, where: str, choices: tuple[str, ...] = ()) -> str:
+        value = values.get(key)
+        if not isinstance(value, str) or not value or (choices and value not in choices):
+            raise self.fail(f"{where}.{key}", value,
+                            f"one of {', '.join(choices)}" if choices else "a non-empty string")
+        return value
+
+    def number(self, values: dict, key: str, where: str, default: Any = None,
+               minimum: float | None = None) -> float | None:
+        value = values.get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float) or (
+                minimum is not None and value < minimum):
+            raise self.fail(f"{where}.{key}", value, "a number" + (
+                f" >= {minimum:g}" if minimum is not None else ""))
+        return float(value)
+
+
+def from_dict(values: Any, source: str, name: str) -> DatasetSpec:
+    """Builds and checks a spec from its dict form (a parsed spec.toml, or custom_config).
+
+    Args:
+      values: the spec's tables: label, features, evaluation and optionally training.
+      source: what to name in errors (the file's path).
+      name: the dataset's name (its folder under schemas/).
+
+    Returns:
+      The checked DatasetSpec.
+
+    Raises:
+      SpecError: naming the source, the key, the value and the expected form.
+    """
+    r = _Reader(source)
+    if not isinstance(values, dict) or not any(values.get(s) for s in SECTIONS):
+        raise SpecError(f"{source}: the spec is empty: expected the tables [label] (column, "
+                        "task), [features] (a role per column) and [evaluation] (thresholds)")
+    r.unknown(values, "", SECTIONS + ("name",))
+    label = r.table(values.get("label"), "label")
+    r.unknown(label, "label", ("column", "task", "classes", "rule", "loss", "missing"))
+    task = r.string(label, "task", "label", tuple(tasks.TASKS))
+    column = r.string(label, "column", "label")
+    classes = _classes(r, label, task)
+    rule = _rule(r, label.get("rule"), task)
+    regression_loss = "mse"
+    if task == tasks.REGRESSION:
+        regression_loss = label.get("loss", "mse")
+        if regression_loss not in tasks.REGRESSION_LOSSES:
+            raise r.fail("label.loss", regression_loss,
+                         f"one of {', '.join(tasks.REGRESSION_LOSSES)}")
+    elif "loss" in label:
+        raise r.fail("label.loss", label["loss"], "no loss: only regression chooses one")
+    missing = label.get("missing", "stop")
+    if missing not in MISSING_LABELS:
+        raise r.fail("label.missing", missing, f"one of {', '.join(MISSING_LABELS)}")
+
+    features = _features(r, r.table(values.get("features"), "features"))
+    answer = rule.column if rule else column
+    for f in features:
+        if f.column in (answer, column):
+            raise r.fail(f"features.{f.column}", f.role,
+                         "no role: it holds the label, which is absent when the model serves")
+    evaluation = r.table(values.get("evaluation"), "evaluation")
+    r.unknown(evaluation, "evaluation", ("slices", "thresholds"))
+    slices = evaluation.get("slices", [])
+    if not isinstance(slices, list) or not all(isinstance(s, str) and s for s in slices):
+        raise r.fail("evaluation.slices", slices, "a list of column names")
+    used = {f.column for f in features if f.role != "ignore"}
+    for s in slices:
+        if s not in used:
+            raise r.fail("evaluation.slices", s, "columns the model reads (a feature whose role "
+                         "is not 'ignore'), so the Evaluator finds them in each example")
+    thresholds = _thresholds(r, r.table(evaluation.get("thresholds"), "evaluation.thresholds"),
+                             task)
+    training = r.table(values.get("training"), "training", required=False)
+    r.unknown(training, "training", TRAINING_KEYS)
+    steps = {}
+    for key in TRAINING_KEYS:
+        value = training.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):
+            raise r.fail(f"training.{key}", value, "a whole number >= 1")
+        steps[key] = value
+    spec = DatasetSpec(name=name, task=task, label=column, features=features,
+                       thresholds=thresholds, classes=classes, rule=rule, slices=tuple(slices),
+                       regression_loss=regression_loss, missing_labels=missing, **steps)
+    names = [o.name for o in spec.model_outputs()]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise r.fail("features", duplicate, "each role of a column at most once (two entries "
+                     f"write the transformed feature {duplicate!r})")
+    if not names:
+        raise r.fail("features", {}, "at least one column with a role other than 'ignore'")
+    return spec
+
+
+def _classes(r: _Reader, label: dict, task: str) -> tuple[str, ...]:
+    classes = label.get("classes")
+    if classes is None:
+        if task == tasks.MULTICLASS:
+            raise r.fail("label.classes", None, "the class names, a list of two or more "
+                         "strings, e.g. [\"Adelie\", \"Chinstrap\", \"Gentoo\"]")
+        return ()
+    if task == tasks.REGRESSION:
+        raise r.fail("label.classes", classes, "no classes: a regression label is a number")
+    count = 2 if task == tasks.BINARY else None
+    if (not isinstance(classes, list) or len(classes) < 2 or (count and len(classes) != count)
+            or not all(isinstance(c, str) and c for c in classes)
+            or len(set(classes)) != len(classes)):
+        raise r.fail("label.classes", classes,
+                     "two distinct strings, negative then positive" if count
+                     else "two or more distinct non-empty strings")
+    return tuple(classes)
+
+
+def _rule(r: _Reader, rule: Any, task: str) -> LabelRule | None:
+    if rule is None:
+        return None
+    if task != tasks.BINARY:
+        raise r.fail("label.rule", rule, "no rule: only a binary label is derived by a rule")
+    rule = r.table(rule, "label.rule")
+    r.unknown(rule, "label.rule", ("column", "op", "value", "of", "times"))
+    column = r.string(rule, "column", "label.rule")
+    op = r.string(rule, "op", "label.rule", RULE_OPS)
+    value = r.number(rule, "value", "label.rule")
+    of = rule.get("of")
+    if (value is None) == (of is None):
+        raise r.fail("label.rule", rule, "either value = <number> (column > value) or of = "
+                     "<column> with an optional times = <number> (column > times × of)")
+    if of is not None:
+        of = r.string(rule, "of", "label.rule")
+    elif "times" in rule:
+        raise r.fail("label.rule.times", rule["times"], "times only together with of")
+    times = r.number(rule, "times", "label.rule", default=1.0)
+    return LabelRule(column, op, value, of, times)
+
+
+def _features(r: _Reader, table: dict) -> tuple[Feature, ...]:
+    features = []
+    for column, entries in table.items():
+        for entry in entries if isinstance(entries, list) else [entries]:
+            key = f"features.{column}"
+            if isinstance(entry, str):
+                entry = {"role": entry}
+            if not isinstance(entry, dict):
+                raise r.fail(key, entry, "a role name or a table { role = ..., <params> }")
+            role = entry.get("role")
+            if role not in KINDS:
+                raise r.fail(f"{key}.role", role, f"one of {', '.join(KINDS)}")
+            kind = KINDS[role]
+            r.unknown(entry, key, ("role", "why") + tuple(kind.params))
+            params = {}
+            for name, param in kind.params.items():
+                value = entry.get(name, param.default)
+                if isinstance(value, list):
+                    value = tuple(value)
+                if value is None or not param.check(value):
+                    raise r.fail(f"{key}.{name}", entry.get(name),
+                                 f"{param.expected} (role {role!r})")
+                params[name] = list(value) if isinstance(value, tuple) else value
+            features.append(Feature(column, role, params))
+    return tuple(features)
+
+
+def _thresholds(r: _Reader, table: dict, task: str) -> tuple[Threshold, ...]:
+    metrics = tasks.TASKS[task].metrics
+    if not table:
+        raise r.fail("evaluation.thresholds", table, f"at least one of {', '.join(metrics)} "
+                     f"for a {task} task, e.g. {{ min = 0.8, allowed_change = 0.0 }}")
+    thresholds = []
+    for metric, bounds in table.items():
+        key = f"evaluation.thresholds.{metric}"
+        if metric not in metrics:
+            raise r.fail(key, bounds, f"a threshold on the {task} task's metrics: "
+                         f"{', '.join(metrics)}")
+        side = "min" if metrics[metric].higher_is_better else "max"
+        bounds = r.table(bounds, key)
+        r.unknown(bounds, key, (side, "allowed_change"))
+        bound = r.number(bounds, side, key)
+        if bound is None:
+            raise r.fail(f"{key}.{side}", None, f"a number: the {metric} the model must "
+                         f"{'reach' if side == 'min' else 'stay under'}")
+        change = r.number(bounds, "allowed_change", key, minimum=0.0)
+        thresholds.append(Threshold(metric, bound, change))
+    return tuple(thresholds)
+
+
+# --- against the schema ---------------------------------------------------------------------
+
+def check_against_schema(spec: DatasetSpec, schema: Any, source: str, schema_path: str) -> None:
+    """The spec fits the curated schema: every column it names exists with a type its role
+    reads, and every schema column has a role (or is the label or one of its sources).
+
+    Raises:
+      SpecError: naming the spec file, the key, the value and the expected form.
+    """
+    from tensorflow_metadata.proto.v0 import schema_pb2
+
+    r = _Reader(source)
+    types = {f.name: schema_pb2.FeatureType.Name(f.type) for f in schema.feature}
+    for column in (f.column for f in spec.features):
+        if column not in types:
+            raise r.fail(f"features.{column}", column,
+                         f"a column of the schema {schema_path} ({', '.join(types)})")
+    for f in spec.features:
+        if types[f.column] not in f.kind.types:
+            raise r.fail(f"features.{f.column}.role", f.role, "a role that reads a "
+                         f"{types[f.column]} column: {_roles_for(types[f.column])}")
+    if spec.rule:
+        for column in spec.rule.sources:
+            if types.get(column) not in NUMERIC_TYPES:
+                raise r.fail("label.rule", spec.rule.describe(),
+                             f"numeric columns of the schema {schema_path}; {column!r} is "
+                             f"{types.get(column, 'not in the schema')}")
+    else:
+        label_type = types.get(spec.label)
+        if label_type is None:
+            raise r.fail("label.column", spec.label,
+                         f"a column of the schema {schema_path} ({', '.join(types)}), or a "
+                         "[label.rule] that derives it")
+        if spec.task == tasks.REGRESSION and label_type not in NUMERIC_TYPES:
+            raise r.fail("label.column", spec.label, f"a numeric column for a regression task; "
+                         f"it is {label_type} in {schema_path}: use task = \"multiclass\" "
+                         "with its classes, or pick a numeric label")
+        if label_type == "FLOAT" and spec.task != tasks.REGRESSION:
+            raise r.fail("label.column", spec.label, f"an INT or BYTES column for a {spec.task} "
+                         f"task; it is FLOAT in {schema_path}")
+        if label_type == "BYTES" and not spec.classes:
+            raise r.fail("label.classes", None, f"the class names of the string label "
+                         f"{spec.label!r}, e.g. classes = [\"no\", \"yes\"]")
+    covered = set(spec.columns())
+    uncovered = [c for c in types if c not in covered]
+    if uncovered:
+        raise r.fail(f"features.{uncovered[0]}", None,
+                     "a role for every schema column: add it with a role, or role = \"ignore\"")
+
+
+def _roles_for(type_name: str) -> str:
+    return ", ".join(name for name, kind in KINDS.items() if type_name in kind.types)
+
+
+def label_values_allowed(spec: DatasetSpec) -> tuple[str, ...] | None:
+    """The label's allowed raw values as CSV text (None: any number)."""
+    if spec.rule or spec.task == tasks.REGRESSION:
+        return None
+    return spec.classes or ("0", "1")

@@ -1,0 +1,126 @@
+"""The table of tasks: what a binary, multiclass or regression label changes, in one place.
+
+Each task names its Evaluator metrics (TFMA class, the metric name TFMA reports, and which way
+is better), the serving outputs it returns, and builds its head, loss and Keras metrics. This
+module imports TensorFlow only inside the builders, so the pipeline can check a spec's task and
+thresholds before TensorFlow loads.
+"""
+
+import dataclasses
+from typing import Any
+
+BINARY = "binary"
+MULTICLASS = "multiclass"
+REGRESSION = "regression"
+
+# Regression losses, on the target scaled to unit variance.
+REGRESSION_LOSSES = ("mse", "huber")
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalMetric:
+    """A metric the Evaluator computes and a threshold may bound.
+
+    tfma_class: TFMA's MetricConfig class_name; tfma_name: the name TFMA reports it under;
+    higher_is_better: the direction of its thresholds (a lower bound and an allowed drop, or an
+    upper bound and an allowed rise).
+    """
+
+    tfma_class: str
+    tfma_name: str
+    higher_is_better: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One kind of label.
+
+    metrics: the spec's threshold keys → Evaluator metric; headline: the metric summaries and
+    the report lead with; extra_tfma: metrics computed and reported, never thresholds;
+    prediction_key: the serving output TFMA scores; outputs: serving output names.
+    """
+
+    name: str
+    metrics: dict[str, EvalMetric]
+    headline: str
+    extra_tfma: tuple[str, ...]
+    prediction_key: str
+    outputs: tuple[str, ...]
+
+    def head(self, num_classes: int, label_scale: tuple[float, float]) -> Any:
+        """The output layer(s), float32 even under mixed precision so losses stay exact."""
+        import tf_keras
+
+        if self.name == BINARY:
+            return tf_keras.layers.Dense(1, activation="sigmoid", dtype="float32", name="head")
+        if self.name == MULTICLASS:
+            return tf_keras.layers.Dense(num_classes, activation="softmax", dtype="float32",
+                                         name="head")
+        mean, std = label_scale
+        dense = tf_keras.layers.Dense(1, dtype="float32", name="head")
+        # The network predicts the target scaled to mean 0 and variance 1; this fixed layer
+        # turns it back into the label's own units.
+        rescale = tf_keras.layers.Rescaling(std, offset=mean, dtype="float32", name="unscale")
+        return lambda x: rescale(dense(x))
+
+    def loss(self, regression_loss: str, label_scale: tuple[float, float]) -> Any:
+        import tf_keras
+
+        if self.name == BINARY:
+            return tf_keras.losses.BinaryCrossentropy()
+        if self.name == MULTICLASS:
+            return tf_keras.losses.SparseCategoricalCrossentropy()
+        base = (tf_keras.losses.MeanSquaredError() if regression_loss == "mse"
+                else tf_keras.losses.Huber())
+        std = label_scale[1]
+
+        def scaled(y_true, y_pred):
+            # (y - m)/s - (ŷ - m)/s = (y - ŷ)/s: the loss on the standardized target.
+            return base(y_true / std, y_pred / std)
+
+        return scaled
+
+    def keras_metrics(self) -> list[Any]:
+        import tf_keras
+
+        if self.name == BINARY:
+            return [tf_keras.metrics.BinaryAccuracy(name="accuracy"),
+                    tf_keras.metrics.AUC(name="auc")]
+        if self.name == MULTICLASS:
+            return [tf_keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        return [tf_keras.metrics.RootMeanSquaredError(name="rmse"),
+                tf_keras.metrics.MeanAbsoluteError(name="mae")]
+
+    def serving_outputs(self, prediction: Any, class_names: tuple[str, ...]) -> dict[str, Any]:
+        """The serving signature's outputs for the model's [batch, n] prediction."""
+        import tensorflow as tf
+
+        if self.name == BINARY:
+            return {"probabilities": prediction}
+        if self.name == MULTICLASS:
+            names = tf.constant(list(class_names), tf.string)
+            classes = tf.tile(tf.expand_dims(names, 0), [tf.shape(prediction)[0], 1])
+            return {"scores": prediction, "classes": classes}
+        return {"predictions": prediction}
+
+
+TASKS: dict[str, Task] = {
+    BINARY: Task(
+        BINARY,
+        metrics={"accuracy": EvalMetric("BinaryAccuracy", "binary_accuracy", True),
+                 "auc": EvalMetric("AUC", "auc", True)},
+        headline="accuracy", extra_tfma=("Calibration",), prediction_key="probabilities",
+        outputs=("probabilities",)),
+    MULTICLASS: Task(
+        MULTICLASS,
+        metrics={"accuracy": EvalMetric("SparseCategoricalAccuracy",
+                                        "sparse_categorical_accuracy", True)},
+        headline="accuracy", extra_tfma=(), prediction_key="scores",
+        outputs=("scores", "classes")),
+    REGRESSION: Task(
+        REGRESSION,
+        metrics={"rmse": EvalMetric("RootMeanSquaredError", "root_mean_squared_error", False),
+                 "mae": EvalMetric("MeanAbsoluteError", "mean_absolute_error", False)},
+        headline="rmse", extra_tfma=("MeanSquaredError",), prediction_key="predictions",
+        outputs=("predictions",)),
+}
