@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # The tfx CLI finds its engines with `pip freeze`: the venv (with pip in it) comes first.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: venv run report bench browser test test-e2e tpu-check schema lint lock clean compile submit image image-tpu
+.PHONY: venv run dataset report bench browser test test-e2e tpu-check schema lint lock clean compile submit image image-tpu
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,10 +20,19 @@ $(STAMP): requirements.lock pyproject.toml
 
 venv: $(STAMP)
 
-# The whole DAG on data/ (or DATA_DIR), outputs under output/ (or OUTPUT_DIR).
+# The whole DAG for DATASET (default taxi: schemas/<name>/ holds its spec and schema) on
+# data/<name>/ (or DATA_DIR), outputs under output/ (or OUTPUT_DIR).
+DATASET_ARGS = $(if $(DATASET),--dataset "$(DATASET)") $(if $(OUTPUT_DIR),--output-dir "$(OUTPUT_DIR)")
 run: venv
-	$(BIN)/python pipeline/local_runner.py \
-		$(if $(DATA_DIR),--data-dir "$(DATA_DIR)") $(if $(OUTPUT_DIR),--output-dir "$(OUTPUT_DIR)")
+	$(BIN)/python pipeline/local_runner.py $(DATASET_ARGS) $(if $(DATA_DIR),--data-dir "$(DATA_DIR)")
+
+# A first spec and schema for a folder of CSV files, written to schemas/NAME/ for review:
+#   make dataset NAME=house-prices DATA_DIR=~/houses LABEL=price TASK=regression
+# (TASK: binary, multiclass or regression; FORCE=1 overwrites an existing spec.)
+dataset: venv
+	@test -n "$(NAME)" -a -n "$(DATA_DIR)" -a -n "$(LABEL)" -a -n "$(TASK)" || { echo "usage: make dataset NAME=<name> DATA_DIR=<dir of CSV files> LABEL=<column> TASK=<binary|multiclass|regression>" >&2; exit 2; }
+	$(BIN)/python -m pipeline.bootstrap --name "$(NAME)" --data-dir "$(DATA_DIR)" \
+		--label "$(LABEL)" --task "$(TASK)" $(if $(FORCE),--force)
 
 # Benchmarks (about 30 minutes on 2 cores): generated 10× and 100× data, this project's DAG at
 # 1×/10×/100×, the TFX taxi template's DAG, input and training throughput. Results go to
@@ -45,7 +54,7 @@ test: venv browser
 
 # The HTML report of the latest run in output/ (or OUTPUT_DIR); `make run` writes it too.
 report: venv
-	$(BIN)/python -m pipeline.report $(if $(OUTPUT_DIR),--output-dir "$(OUTPUT_DIR)")
+	$(BIN)/python -m pipeline.report $(DATASET_ARGS)
 
 # The end-to-end DAG runs alone.
 test-e2e: venv browser
@@ -53,11 +62,12 @@ test-e2e: venv browser
 
 # Does the Trainer's step compile with XLA and keep static shapes? Needs a `make run` first.
 tpu-check: venv
-	$(BIN)/python -m trainer_module.tpu_check $(if $(OUTPUT_DIR),--output-dir "$(OUTPUT_DIR)")
+	$(BIN)/python -m pipeline.tpu_check $(DATASET_ARGS)
 
-# A freshly inferred schema next to the curated one, for review.
+# A freshly inferred schema next to the curated one of DATASET, for review.
 schema: venv
-	$(BIN)/python -m pipeline.infer_schema $(if $(DATA_DIR),--data-dir "$(DATA_DIR)")
+	$(BIN)/python -m pipeline.infer_schema $(if $(DATASET),--dataset "$(DATASET)") \
+		$(if $(DATA_DIR),--data-dir "$(DATA_DIR)")
 
 # Kubeflow Pipelines 2 / Vertex AI: settings from CLOUD_CONFIG (a TOML file, see
 # pipeline/cloud.example.toml) and/or environment variables.

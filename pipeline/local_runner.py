@@ -1,9 +1,10 @@
 """Runs the DAG on this machine: LocalDagRunner, SQLite MLMD, Beam DirectRunner.
 
-    python pipeline/local_runner.py [--data-dir D] [--output-dir O] [--train-steps N]
+    python pipeline/local_runner.py [--dataset NAME] [--data-dir D] [--output-dir O]
+                                    [--train-steps N]
     tfx pipeline create --engine local --pipeline_path pipeline/local_runner.py
 
-Settings come from flags, else environment variables (DATA_DIR, OUTPUT_DIR, TRAIN_STEPS, ...:
+Settings come from flags, else environment variables (DATASET, DATA_DIR, OUTPUT_DIR, ...:
 see pipeline/env_settings.py), else defaults.
 
 Exit codes: 0 the run finished (blessed and pushed, or not blessed and nothing pushed: the
@@ -26,12 +27,15 @@ from pipeline.pipeline_config import ConfigError, PipelineConfig
 
 def parse_config(argv: list[str]) -> PipelineConfig:
     parser = argparse.ArgumentParser(description="Run the TFX pipeline locally.")
-    parser.add_argument("--data-dir", help="folder of CSV files (default: data/)")
+    parser.add_argument("--dataset", help="a name under schemas/ or a folder with spec.toml "
+                        "and schema.pbtxt (default: taxi)")
+    parser.add_argument("--data-dir", help="folder of CSV files (default: data/<dataset>)")
     parser.add_argument("--output-dir", help="where pipeline root, MLMD and serving dir go")
     parser.add_argument("--pipeline-name")
     parser.add_argument("--train-steps", type=int)
     args = parser.parse_args(argv)
-    overrides = {k: v for k, v in (("data_dir", args.data_dir), ("output_dir", args.output_dir),
+    overrides = {k: v for k, v in (("dataset", args.dataset), ("data_dir", args.data_dir),
+                                   ("output_dir", args.output_dir),
                                    ("pipeline_name", args.pipeline_name),
                                    ("train_steps", args.train_steps)) if v is not None}
     return from_env(**overrides)

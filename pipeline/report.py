@@ -442,10 +442,11 @@ def write_report(config: PipelineConfig) -> str:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Write the HTML report of the latest run.")
+    parser.add_argument("--dataset", help="a name under schemas/ (default: taxi)")
     parser.add_argument("--output-dir", help="the run's output dir (default: output/)")
     parser.add_argument("--pipeline-name")
     args = parser.parse_args(argv)
-    overrides = {k: v for k, v in (("output_dir", args.output_dir),
+    overrides = {k: v for k, v in (("dataset", args.dataset), ("output_dir", args.output_dir),
                                    ("pipeline_name", args.pipeline_name)) if v is not None}
     try:
         config = from_env(**overrides)

@@ -18,11 +18,14 @@ from pipeline.pipeline_config import ConfigError
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="TPU readiness report for the Trainer.")
+    parser.add_argument("--dataset", help="a name under schemas/ (default: taxi)")
     parser.add_argument("--output-dir", help="the pipeline's OUTPUT_DIR (default: output/)")
     args = parser.parse_args(argv)
     try:
-        config = from_env(**({"output_dir": os.path.abspath(args.output_dir)}
-                             if args.output_dir else {}))
+        overrides = {k: v for k, v in (("dataset", args.dataset),
+                                       ("output_dir", args.output_dir and
+                                        os.path.abspath(args.output_dir))) if v}
+        config = from_env(**overrides)
         spec = config.dataset_spec()
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -1,0 +1,318 @@
+"""`make dataset`: a first spec and schema for a folder of CSV files, written for review.
+
+    python -m pipeline.bootstrap --name NAME --data-dir DIR --label COLUMN --task TASK [--force]
+
+TFDV infers the schema (types, fixed shapes, presence) from the data; one pass over the CSV
+files measures each column (distinct values, missing cells, range, text length), and each
+column gets a role with the reason written beside it: free text and id-like columns are
+ignored, wide categories hashed, small ones get a vocabulary, numbers a z-score (log first when
+the tail is long). The thresholds start where guessing stops: the majority class's share for
+classification, the label's spread (predicting the mean) for regression. Everything lands in
+schemas/<name>/ for a person to read and edit before `make run DATASET=<name>`.
+"""
+
+import argparse
+import csv
+import dataclasses
+import math
+import os
+import sys
+
+from pipeline import csv_check, datasets
+from pipeline.errors import ConfigError
+from trainer_module import tasks
+from trainer_module.features import NUMERIC_TYPES
+
+# A column is id-like when nearly every present value is its own (and there are many).
+ID_LIKE_FRACTION = 0.9
+ID_LIKE_MIN_DISTINCT = 50
+# Free text: long strings, mostly distinct.
+FREE_TEXT_MIN_LENGTH = 40
+MOSTLY_EMPTY = 0.95
+# Categories: up to this many distinct values get a vocabulary; beyond, hash buckets.
+VOCABULARY_MAX = 1000
+HASH_BUCKETS_MAX = 4096
+# Integer columns with this few distinct values within a short range are categories (hours,
+# weekdays, months, years); more are counts or measurements.
+INTEGER_CATEGORY_MAX = 32
+INTEGER_RANGE_MAX = 1000
+# Numbers whose mean is far above their median have a long right tail: log them first.
+LONG_TAIL_RATIO = 2.0
+MAX_CLASSES = 1000
+DISTINCT_CAP = 100_000  # distinct values kept per column while scanning
+
+
+@dataclasses.dataclass
+class Column:
+    """What one pass over the CSV files saw in a column."""
+
+    name: str
+    rows: int = 0
+    missing: int = 0
+    distinct: set = dataclasses.field(default_factory=set)
+    numbers: list = dataclasses.field(default_factory=list)
+    integers: bool = True
+    numeric: bool = True
+    text_length: int = 0
+
+    @property
+    def present(self) -> int:
+        return self.rows - self.missing
+
+    def add(self, value: str) -> None:
+        self.rows += 1
+        if value == "":
+            self.missing += 1
+            return
+        if len(self.distinct) < DISTINCT_CAP:
+            self.distinct.add(value)
+        self.text_length += len(value)
+        if self.numeric:
+            try:
+                number = float(value)
+            except ValueError:
+                self.numeric = False
+                self.numbers = []
+                return
+            self.integers &= number.is_integer()
+            self.numbers.append(number)
+
+
+def scan(data_dir: str) -> dict[str, Column]:
+    columns: dict[str, Column] = {}
+    for path in csv_check.csv_files(data_dir):
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.reader(f)
+            header = next(reader, [])
+            for name in header:
+                columns.setdefault(name, Column(name))
+            for row in reader:
+                for name, value in zip(header, row, strict=False):
+                    columns[name].add(value)
+    return columns
+
+
+def role_for(column: Column, type_name: str) -> tuple[dict, str]:
+    """(the feature entry, why) for a column of the schema type `type_name`."""
+    n, present, distinct = column.rows, column.present, len(column.distinct)
+    if present <= n * (1 - MOSTLY_EMPTY):
+        return {"role": "ignore"}, f"mostly empty: {column.missing} of {n} cells missing"
+    if distinct <= 1:
+        return {"role": "ignore"}, "one value only: nothing to learn from"
+    id_like = distinct >= ID_LIKE_MIN_DISTINCT and distinct >= ID_LIKE_FRACTION * present
+    if type_name == "BYTES":
+        average = column.text_length / present
+        if average >= FREE_TEXT_MIN_LENGTH and distinct >= ID_LIKE_FRACTION * present:
+            return {"role": "ignore"}, (f"free text: {average:.0f} characters on average, "
+                                        f"{distinct} distinct values in {present} rows")
+        if id_like:
+            return {"role": "ignore"}, f"id-like: {distinct} distinct values in {present} rows"
+        if distinct <= VOCABULARY_MAX:
+            return ({"role": "vocabulary", "top_k": VOCABULARY_MAX, "oov_buckets": 10},
+                    f"{distinct} distinct strings")
+        buckets = min(HASH_BUCKETS_MAX, 2 ** math.ceil(math.log2(distinct)))
+        return ({"role": "hashed", "buckets": buckets},
+                f"{distinct} distinct strings: more than a vocabulary of {VOCABULARY_MAX}")
+    low, high = min(column.numbers), max(column.numbers)
+    if type_name == "INT":
+        if id_like:
+            return {"role": "ignore"}, f"id-like: {distinct} distinct values in {present} rows"
+        if distinct <= INTEGER_CATEGORY_MAX and high - low <= INTEGER_RANGE_MAX:
+            return ({"role": "integer", "range": [int(low), int(high)]},
+                    f"{distinct} distinct integers in [{int(low)}, {int(high)}]")
+        if high - low > 10 ** 6 and distinct > INTEGER_CATEGORY_MAX:
+            buckets = min(HASH_BUCKETS_MAX, 2 ** math.ceil(math.log2(distinct)))
+            return ({"role": "hashed", "buckets": buckets},
+                    f"a code: {distinct} distinct integers spread over [{low:g}, {high:g}]")
+    values = sorted(column.numbers)
+    median, mean = values[len(values) // 2], sum(values) / len(values)
+    if low >= 0 and median > 0 and mean > LONG_TAIL_RATIO * median or (
+            low >= 0 and median == 0 < mean):
+        return {"role": "log_zscore"}, (f"long right tail: mean {mean:.3g}, median "
+                                        f"{median:.3g}, max {high:.3g}")
+    return {"role": "zscore"}, f"numbers in [{low:.3g}, {high:.3g}], mean {mean:.3g}"
+
+
+def _classes(label: Column, task: str, type_name: str) -> list[str]:
+    values = sorted(label.distinct, key=lambda v: (float(v) if label.numeric else 0, v))
+    if type_name == "INT":
+        values = sorted({str(int(float(v))) for v in values}, key=int)
+    if task == tasks.BINARY:
+        if type_name == "INT" and set(values) <= {"0", "1"}:
+            return []
+        if len(values) != 2:
+            raise ConfigError(f"LABEL={label.name!r} has {len(values)} distinct values "
+                              f"({', '.join(values[:10])}{'…' if len(values) > 10 else ''}): "
+                              "a binary label has exactly two; use TASK=multiclass")
+    if task == tasks.MULTICLASS and not 2 <= len(values) <= MAX_CLASSES:
+        raise ConfigError(f"LABEL={label.name!r} has {len(values)} distinct values: a "
+                          f"multiclass label has 2 to {MAX_CLASSES}; use TASK=regression for "
+                          "a number")
+    return values
+
+
+def _toml(value) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+    return repr(value)
+
+
+def propose(name: str, data_dir: str, label: str, task: str):
+    """(schema, spec TOML text, the decisions as lines) for the data."""
+    import tensorflow_data_validation as tfdv
+
+    if task not in tasks.TASKS:
+        raise ConfigError(f"TASK={task!r}: expected one of {', '.join(tasks.TASKS)}")
+    columns = scan(data_dir)
+    if label not in columns:
+        raise ConfigError(f"LABEL={label!r} is not a column of the CSV files in {data_dir}; "
+                          f"its columns are {', '.join(columns)}")
+    stats = tfdv.generate_statistics_from_csv(os.path.join(data_dir, "*.csv"))
+    schema = tfdv.infer_schema(stats, infer_feature_shape=True)
+    from tensorflow_metadata.proto.v0 import schema_pb2
+
+    types = {f.name: schema_pb2.FeatureType.Name(f.type) for f in schema.feature}
+    label_column, label_type = columns[label], types[label]
+    if task == tasks.REGRESSION and label_type not in NUMERIC_TYPES:
+        raise ConfigError(f"LABEL={label!r} holds text ({label_type}); a regression label is "
+                          "a number: use TASK=multiclass, or pick a numeric column")
+    if task != tasks.REGRESSION and label_type == "FLOAT":
+        raise ConfigError(f"LABEL={label!r} holds fractional numbers; use TASK=regression, or "
+                          "derive a binary label with a rule (README: \"Your own data\")")
+    decisions = []
+    features = []
+    for column in columns.values():
+        if column.name == label:
+            continue
+        entry, why = role_for(column, types[column.name])
+        features.append(f"{column.name} = {_toml({**entry, 'why': why})}")
+        decisions.append(f"  {column.name:<28} {entry['role']:<11} {why}")
+    missing = "stop"
+    if label_column.missing:
+        missing = "drop"
+        decisions.append(f"  label {label!r}: {label_column.missing} of {label_column.rows} rows "
+                         "have no value: missing = \"drop\" leaves them out (the report counts "
+                         "them); set \"stop\" to stop the run instead")
+    lines = ["# Dataset spec written by `make dataset` from " + data_dir + ": review every",
+             "# role (the reason each was chosen is beside it) and the thresholds, then",
+             f"# `make run DATASET={name} DATA_DIR=…`. The README's \"Your own data\" explains",
+             "# every key.", "", "[label]", f"column = {_toml(label)}", f"task = {_toml(task)}"]
+    if task == tasks.REGRESSION:
+        values = label_column.numbers
+        mean = sum(values) / len(values)
+        std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+        lines.append('loss = "mse"')
+        threshold = {"max": round(std, 6), "allowed_change": round(0.05 * std, 6)}
+        threshold_why = (f"predicting the mean scores an RMSE of {std:.4g} (the label's spread); "
+                         "the model must beat it")
+        thresholds = f"rmse = {_toml(threshold)}"
+    else:
+        classes = _classes(label_column, task, label_type)
+        if classes:
+            lines.append(f"classes = {_toml(classes)}")
+        majority = _majority_share(data_dir, label)
+        threshold = {"min": round(majority, 4), "allowed_change": 0.01}
+        threshold_why = (f"always answering the most frequent class scores {majority:.4f}; "
+                         "the model must beat it")
+        thresholds = f"accuracy = {_toml(threshold)}"
+    lines.append(f"missing = {_toml(missing)}")
+    slices = _slice_columns(columns, types, label)
+    train_rows = label_column.present * 2 // 3  # CsvExampleGen's default 2:1 split
+    batch = 256
+    while batch > 8 and batch * 2 > train_rows // 2:
+        batch //= 2
+    steps = min(1000, max(200, 25 * train_rows // batch))
+    lines += ["", "[features]"] + features
+    lines += ["", "[evaluation]", f"slices = {_toml(slices)}", "", "[evaluation.thresholds]",
+              f"# {threshold_why}", thresholds, "", "[training]",
+              f"# About {train_rows} training rows: batches of {batch}, ~25 passes over them.",
+              f"train_steps = {steps}", f"per_replica_batch_size = {batch}", ""]
+    _curate(schema, label, missing)
+    decisions.insert(0, f"Dataset {name!r}: label {label!r} ({task}), {label_column.rows} rows, "
+                        f"{len(columns)} columns")
+    decisions.append(f"  thresholds: {thresholds}  ({threshold_why})")
+    decisions.append(f"  slices: {', '.join(slices) or 'none'}; training: {steps} steps of "
+                     f"{batch}")
+    return schema, "\n".join(lines), decisions
+
+
+def _majority_share(data_dir: str, label: str) -> float:
+    counts: dict[str, int] = {}
+    for path in csv_check.csv_files(data_dir):
+        with open(path, newline="", encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                if row[label] != "":
+                    counts[row[label]] = counts.get(row[label], 0) + 1
+    return max(counts.values()) / sum(counts.values())
+
+
+def _slice_columns(columns: dict[str, Column], types: dict[str, str], label: str) -> list[str]:
+    """The string column with the fewest values (2 to 20), if any: a natural first slice."""
+    candidates = [c for c in columns.values() if c.name != label and types[c.name] == "BYTES"
+                  and 2 <= len(c.distinct) <= 20 and not c.missing]
+    return [min(candidates, key=lambda c: len(c.distinct)).name] if candidates else []
+
+
+def _curate(schema, label: str, missing: str) -> None:
+    """Fits TFDV's inference to what CsvExampleGen writes: an empty cell is a feature with no
+    value, so a column with gaps allows zero or one value (one or none, a sparse tensor that the
+    feature's role fills). The label is absent when serving; with missing = "drop" it may be
+    empty too."""
+    schema.default_environment.extend(["TRAINING", "SERVING"])
+    for feature in schema.feature:
+        if feature.name == label:
+            feature.not_in_environment.append("SERVING")
+            if missing == "drop":
+                feature.ClearField("shape")
+                feature.presence.min_fraction = 0.0
+                feature.value_count.max = 1
+        if not feature.HasField("shape"):
+            feature.value_count.min = 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="Write schemas/<name>/ for a CSV dataset.")
+    parser.add_argument("--name", required=True, help="the dataset's name, e.g. house-prices")
+    parser.add_argument("--data-dir", required=True, help="folder of CSV files with a header")
+    parser.add_argument("--label", required=True, help="the label column")
+    parser.add_argument("--task", required=True, help=", ".join(tasks.TASKS))
+    parser.add_argument("--force", action="store_true", help="overwrite an existing spec")
+    parser.add_argument("--schemas-dir", default=datasets.SCHEMAS_DIR)
+    args = parser.parse_args(argv)
+    folder = os.path.join(args.schemas_dir, args.name)
+    try:
+        datasets.dataset_name(folder)
+        if os.path.exists(os.path.join(folder, datasets.SPEC_FILE)) and not args.force:
+            raise ConfigError(f"{folder} already holds a spec: it may be reviewed work; pass "
+                              "FORCE=1 (--force) to overwrite it, or choose another NAME")
+        csv_check.check_data_dir(args.data_dir, [], "(no schema yet)")
+        schema, spec_text, decisions = propose(args.name, os.path.abspath(args.data_dir),
+                                               args.label, args.task)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    import tensorflow_data_validation as tfdv
+
+    os.makedirs(folder, exist_ok=True)
+    tfdv.write_schema_text(schema, os.path.join(folder, datasets.SCHEMA_FILE))
+    with open(os.path.join(folder, datasets.SPEC_FILE), "w", encoding="utf-8") as f:
+        f.write(spec_text)
+    try:
+        datasets.load_spec(folder)
+    except ConfigError as e:  # what we wrote must be what the pipeline reads
+        print(f"error: the written spec does not load: {e}", file=sys.stderr)
+        return 1
+    print("\n".join(decisions))
+    print(f"Wrote {folder}/{datasets.SPEC_FILE} and {datasets.SCHEMA_FILE}: review them, then "
+          f"`make run DATASET={args.name} DATA_DIR={args.data_dir}`")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
