@@ -1,27 +1,39 @@
-"""Shared fixtures: a real tf.Transform run over a slice of the shipped data."""
+"""Shared fixtures: real tf.Transform runs over slices of each task's data.
+
+`transformed_data` is taxi (binary), `penguins_data` multiclass, `fare_data` regression
+(taxi's fare); `task_data` is each of the three in turn.
+"""
 
 import dataclasses
+import functools
 import os
+import random
 import sys
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import taxi_rows  # noqa: E402
+from dataset_rows import PENGUINS, TAXI, DatasetRows, fare_dataset  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
 class TransformedData:
+    rows: DatasetRows
     transform_dir: str
     train_files: str
     eval_files: str
     train_rows: int
     eval_rows: int
+    eval_csv_rows: tuple  # the eval split's raw CSV rows, in file order
+
+    @property
+    def spec(self):
+        return self.rows.spec
 
 
-def analyze(rows: list[dict[str, str]], workdir: str) -> str:
-    """Runs the project's preprocessing_fn analyzers with tf.Transform on Beam (DirectRunner).
+def analyze(rows: list[dict[str, str]], workdir: str, dataset: DatasetRows = TAXI) -> str:
+    """Runs the spec's preprocessing_fn analyzers with tf.Transform on Beam (DirectRunner).
 
     Returns the transform_fn directory, as Transform's `transform_graph` output lays it out.
     """
@@ -33,27 +45,28 @@ def analyze(rows: list[dict[str, str]], workdir: str) -> str:
     from trainer_module.preprocessing import preprocessing_fn
 
     metadata = dataset_metadata.DatasetMetadata.from_feature_spec(
-        schema_utils.schema_as_feature_spec(taxi_rows.schema()).feature_spec)
+        schema_utils.schema_as_feature_spec(dataset.schema).feature_spec)
     transform_dir = os.path.join(workdir, "transform_fn")
+    fn = functools.partial(preprocessing_fn, custom_config=dataset.spec.to_custom_config())
     # The TF1 graph path, as the pipeline's Transform runs it (pipeline/dag.py).
     context = tft_beam.Context(temp_dir=os.path.join(workdir, "tmp"), force_tf_compat_v1=True)
     with beam.Pipeline() as p, context:
-        raw = p | "Rows" >> beam.Create([taxi_rows.to_instance(r) for r in rows])
-        transform_fn = (raw, metadata) | tft_beam.AnalyzeDataset(preprocessing_fn)
+        raw = p | "Rows" >> beam.Create([dataset.to_instance(r) for r in rows])
+        transform_fn = (raw, metadata) | tft_beam.AnalyzeDataset(fn)
         _ = transform_fn | tft_beam.WriteTransformFn(transform_dir)
         _ = metadata | tft_beam.WriteMetadata(
             os.path.join(transform_dir, tft.TFTransformOutput.RAW_METADATA_DIR), p)
     return transform_dir
 
 
-def transform(rows: list[dict[str, str]], transform_dir: str) -> dict:
+def transform(rows: list[dict[str, str]], transform_dir: str,
+              dataset: DatasetRows = TAXI) -> dict:
     """Transformed features of `rows`, in order, through the saved Transform graph."""
     import tensorflow as tf
     import tensorflow_transform as tft
 
     output = tft.TFTransformOutput(transform_dir)
-    serialized = [taxi_rows.to_example(r).SerializeToString() for r in rows]
-    raw = tf.io.parse_example(serialized, output.raw_feature_spec())
+    raw = tf.io.parse_example(dataset.serialized(rows), output.raw_feature_spec())
     return {k: v.numpy() for k, v in output.transform_features_layer()(raw).items()}
 
 
@@ -75,15 +88,43 @@ def write_transformed(columns: dict, path: str) -> None:
             writer.write(example.SerializeToString())
 
 
+def make_transformed(dataset: DatasetRows, workdir: str, total: int, train: int,
+                     shuffle: bool = False) -> TransformedData:
+    rows = dataset.read_rows(total)
+    if shuffle:  # a file sorted by the label: both splits need every class
+        random.Random(0).shuffle(rows)
+    transform_dir = analyze(rows[:train], workdir, dataset)
+    paths = {}
+    for name, part in (("train", rows[:train]), ("eval", rows[train:])):
+        paths[name] = os.path.join(workdir, name, "part-00000.gz")
+        write_transformed(transform(part, transform_dir, dataset), paths[name])
+    return TransformedData(dataset, transform_dir, paths["train"], paths["eval"], train,
+                           len(rows) - train, tuple(rows[train:]))
+
+
 @pytest.fixture(scope="session")
 def transformed_data(tmp_path_factory) -> TransformedData:
-    """1,500 shipped rows analyzed and transformed, written as GZIP TFRecords like Transform's."""
-    workdir = str(tmp_path_factory.mktemp("tft"))
-    rows = taxi_rows.read_rows(1500)
-    split = 1000
-    transform_dir = analyze(rows[:split], workdir)
-    paths = {}
-    for name, part in (("train", rows[:split]), ("eval", rows[split:])):
-        paths[name] = os.path.join(workdir, name, "part-00000.gz")
-        write_transformed(transform(part, transform_dir), paths[name])
-    return TransformedData(transform_dir, paths["train"], paths["eval"], split, len(rows) - split)
+    """1,500 shipped taxi rows analyzed and transformed, written as GZIP TFRecords."""
+    return make_transformed(TAXI, str(tmp_path_factory.mktemp("tft")), 1500, 1000)
+
+
+@pytest.fixture(scope="session")
+def penguins_data(tmp_path_factory) -> TransformedData:
+    """Every penguin (multiclass): 240 to train, 104 to evaluate."""
+    return make_transformed(PENGUINS, str(tmp_path_factory.mktemp("penguins")), 344, 240,
+                            shuffle=True)
+
+
+@pytest.fixture(scope="session")
+def fare_data(tmp_path_factory) -> TransformedData:
+    """Taxi's fare as a regression label, on the same 1,500 rows."""
+    folder = str(tmp_path_factory.mktemp("fare"))
+    return make_transformed(fare_dataset(folder), os.path.join(folder, "tft"), 1500, 1000)
+
+
+TASK_FIXTURES = ("transformed_data", "penguins_data", "fare_data")
+
+
+@pytest.fixture(params=TASK_FIXTURES, ids=("binary", "multiclass", "regression"))
+def task_data(request) -> TransformedData:
+    return request.getfixturevalue(request.param)

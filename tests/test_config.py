@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-import taxi_rows
+from dataset_rows import TAXI
 from pipeline import local_runner
 from pipeline.env_settings import from_env
 from pipeline.pipeline_config import ConfigError, PipelineConfig
@@ -17,7 +17,13 @@ def test_defaults_are_valid():
     assert config.serving_model_dir.startswith(config.output_dir)
 
 
-@pytest.mark.parametrize("name", ["Taxi", "taxi_tpu", "-taxi", "", "taxi tpu", "x" * 129])
+def test_pipeline_name_and_data_dir_derive_from_the_dataset():
+    config = PipelineConfig(dataset="penguins")
+    assert config.pipeline_name == "penguins-tpu"
+    assert config.data_dir.endswith(os.path.join("data", "penguins"))
+
+
+@pytest.mark.parametrize("name", ["Taxi", "taxi_tpu", "-taxi", "taxi tpu", "x" * 129])
 def test_pipeline_name_vertex_would_reject(name):
     with pytest.raises(ConfigError, match=r"pipeline_name=.*lowercase letters, digits and '-'"):
         PipelineConfig(pipeline_name=name).validate()
@@ -77,7 +83,7 @@ def test_csv_that_is_not_utf8(tmp_path):
 
 def test_column_order_within_one_file_is_free(tmp_path):
     """CsvExampleGen maps columns by the header's names; only files that differ are refused."""
-    columns = taxi_rows.read_rows(1)[0]
+    columns = TAXI.read_rows(1)[0]
     names = list(columns)[::-1]
     (tmp_path / "a.csv").write_text(",".join(names) + "\n" + ",".join(columns[n] for n in names)
                                     + "\n", encoding="utf-8")
@@ -100,10 +106,12 @@ def test_global_batch_is_checked_against_this_machines_replicas(monkeypatch):
 
 
 def test_schema_that_does_not_parse(tmp_path):
-    bad = tmp_path / "schema.pbtxt"
-    bad.write_text("feature { name: 'fare' type: NOT_A_TYPE }")
+    folder = tmp_path / "bad-schema"
+    folder.mkdir()
+    (folder / "schema.pbtxt").write_text("feature { name: 'fare' type: NOT_A_TYPE }")
+    (folder / "spec.toml").write_text(open(TAXI.spec_path).read())
     with pytest.raises(ConfigError, match="does not parse as a text-format"):
-        PipelineConfig(schema_path=str(bad)).validate()
+        PipelineConfig(dataset=str(folder), data_dir=os.path.dirname(TAXI.csv_path)).validate()
 
 
 def test_env_values_are_checked():

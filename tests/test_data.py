@@ -5,25 +5,32 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from trainer_module import data, features
+from trainer_module import data
+from trainer_module.features import transformed_name
+
+
+def _feature_spec(data) -> dict:
+    return tft.TFTransformOutput(data.transform_dir).transformed_feature_spec()
 
 
 @pytest.fixture(scope="module")
 def spec(transformed_data):
-    return tft.TFTransformOutput(transformed_data.transform_dir).transformed_feature_spec()
+    return _feature_spec(transformed_data)
 
 
-def test_every_tensor_has_a_fully_static_shape(transformed_data, spec):
+def test_every_tensor_has_a_fully_static_shape(task_data):
+    label_dtype = tf.int32 if task_data.spec.task == "multiclass" else tf.float32
     for training in (True, False):
-        ds = data.make_dataset(transformed_data.train_files, spec, 64, training=training)
+        ds = data.make_dataset(task_data.train_files, _feature_spec(task_data), 64,
+                               spec=task_data.spec, training=training)
         inputs, label = ds.element_spec
-        assert label.shape.as_list() == [64, 1] and label.dtype == tf.float32
-        expected = set(features.dense_float_outputs() + features.categorical_outputs())
-        assert set(inputs) == expected
+        assert label.shape.as_list() == [64, 1] and label.dtype == label_dtype
+        assert set(inputs) == {o.name for o in task_data.spec.model_outputs()}
         for name, tensor_spec in inputs.items():
             assert tensor_spec.shape.is_fully_defined(), name
             assert tensor_spec.shape.as_list() == [64], name
@@ -33,19 +40,22 @@ def test_every_tensor_has_a_fully_static_shape(transformed_data, spec):
 def test_eval_pass_has_whole_batches_in_file_order(transformed_data, spec):
     batches = data.count_batches(transformed_data.eval_files, 64)
     assert batches == transformed_data.eval_rows // 64
-    ds = data.make_dataset(transformed_data.eval_files, spec, 64, training=False)
+    ds = data.make_dataset(transformed_data.eval_files, spec, 64, spec=transformed_data.spec,
+                           training=False)
     first_pass = [label.numpy() for _, label in ds.take(batches)]
     second_pass = [label.numpy() for _, label in ds.skip(batches).take(batches)]
     assert all((a == b).all() for a, b in zip(first_pass, second_pass, strict=True))
 
 
 def test_training_reshuffles_examples_across_batches(transformed_data, spec):
-    name = features.transformed_name("trip_start_timestamp")
-    ordered = data.make_dataset(transformed_data.train_files, spec, 50, training=False)
+    name = transformed_name("trip_start_timestamp")
+    ordered = data.make_dataset(transformed_data.train_files, spec, 50, spec=transformed_data.spec,
+                                training=False)
     per_epoch = transformed_data.train_rows // 50
     all_values = {v for x, _ in ordered.take(per_epoch) for v in x[name].numpy()}
 
-    ds = data.make_dataset(transformed_data.train_files, spec, 50, training=True)
+    ds = data.make_dataset(transformed_data.train_files, spec, 50, spec=transformed_data.spec,
+                           training=True)
     batches = [frozenset(x[name].numpy()) for x, _ in ds.take(3 * per_epoch)]
     # Every example keeps being served, and batches are not the same groups epoch after epoch.
     assert set().union(*batches) == all_values
@@ -75,11 +85,13 @@ def test_global_batch_is_per_replica_times_replicas(transformed_data):
             cpu, [tf.config.LogicalDeviceConfiguration()] * 8)
         from trainer_module import data, strategy
         from trainer_module.config import TrainerConfig
+        from trainer_module.dataset_spec import from_dict
+        ds_spec = from_dict({transformed_data.spec.to_dict()!r}, "test", "taxi")
         dist = strategy.get_distribution_strategy(TrainerConfig())
         assert dist.num_replicas_in_sync == 8, dist.num_replicas_in_sync
         spec = tft.TFTransformOutput({transformed_data.transform_dir!r}).transformed_feature_spec()
         ds = data.distributed_dataset(dist, {transformed_data.train_files!r}, spec, 16,
-                                      training=False)
+                                      spec=ds_spec, training=False)
         inputs, label = next(iter(ds))
         parts = dist.experimental_local_results(label)
         assert [p.shape.as_list() for p in parts] == [[16, 1]] * 8, parts
@@ -87,7 +99,7 @@ def test_global_batch_is_per_replica_times_replicas(transformed_data):
         got = np.concatenate([p.numpy() for p in
                               dist.experimental_local_results(inputs["trip_start_timestamp_xf"])])
         single, _ = next(iter(data.make_dataset({transformed_data.train_files!r}, spec, 128,
-                                                training=False)))
+                                                spec=ds_spec, training=False)))
         assert np.array_equal(np.sort(got), np.sort(single["trip_start_timestamp_xf"].numpy()))
         assert not np.array_equal(got[:16], got[16:32]), "replicas got the same batch"
         print("OK", sum(p.shape[0] for p in parts))
@@ -96,3 +108,10 @@ def test_global_batch_is_per_replica_times_replicas(transformed_data):
                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "OK 128" in result.stdout
+
+
+def test_regression_label_scale_is_the_training_labels_mean_and_spread(fare_data):
+    fares = [float(r["fare"]) for r in fare_data.rows.read_rows(fare_data.train_rows)]
+    mean, std = data.label_scale(fare_data.train_files, fare_data.spec)
+    assert abs(mean - sum(fares) / len(fares)) < 1e-3
+    assert abs(std - float(np.std(fares))) < 1e-3

@@ -1,29 +1,36 @@
-"""The feature module and the curated schema describe the same columns."""
+"""Shipped datasets: each spec covers its schema, its label stays out of serving, its CSV
+passes the runner's check."""
 
-import taxi_rows
-from pipeline.pipeline_config import DEFAULT_DATA_DIR, DEFAULT_SCHEMA_PATH, check_data_dir
-from trainer_module import features
+import pytest
 
-
-def test_feature_groups_cover_the_schema_exactly():
-    schema_columns = {f.name for f in taxi_rows.schema().feature}
-    assert set(features.all_raw_columns()) == schema_columns
-    assert len(features.all_raw_columns()) == len(set(features.all_raw_columns()))
+from dataset_rows import PENGUINS, TAXI
+from pipeline import csv_check
+from pipeline.pipeline_config import PipelineConfig, label_check
 
 
-def test_label_source_is_absent_at_serving_time():
-    schema = taxi_rows.schema()
-    for feature in schema.feature:
+@pytest.mark.parametrize("dataset", [TAXI, PENGUINS], ids=["taxi", "penguins"])
+def test_spec_covers_the_schema_exactly(dataset):
+    schema_columns = [f.name for f in dataset.schema.feature]
+    assert set(dataset.spec.columns()) == set(schema_columns)
+
+
+@pytest.mark.parametrize("dataset", [TAXI, PENGUINS], ids=["taxi", "penguins"])
+def test_label_and_its_sources_are_absent_at_serving_time(dataset):
+    for feature in dataset.schema.feature:
         in_serving = "SERVING" not in feature.not_in_environment
-        assert in_serving == (feature.name not in features.LABEL_SOURCE_FEATURES), feature.name
+        assert in_serving == (feature.name not in dataset.spec.label_sources), feature.name
 
 
-def test_shipped_csv_has_every_schema_column():
-    check_data_dir(DEFAULT_DATA_DIR, taxi_rows.schema(), DEFAULT_SCHEMA_PATH)
-    assert len(taxi_rows.read_rows()) == 15002
+@pytest.mark.parametrize("dataset, rows", [(TAXI, 15002), (PENGUINS, 344)],
+                         ids=["taxi", "penguins"])
+def test_shipped_csv_passes_the_runners_check(dataset, rows):
+    config = PipelineConfig(dataset=dataset.dataset)
+    csv_check.check_data_dir(config.data_dir, [f.name for f in dataset.schema.feature],
+                             config.schema_path, label_check(dataset.spec, dataset.schema))
+    assert len(dataset.read_rows()) == rows
 
 
 def test_transformed_outputs_are_named_once():
-    outputs = features.dense_float_outputs() + features.categorical_outputs()
+    outputs = [o.name for o in TAXI.spec.model_outputs()]
     assert len(outputs) == len(set(outputs))
-    assert features.LABEL_KEY not in outputs
+    assert TAXI.spec.label_key not in outputs

@@ -1,4 +1,4 @@
-"""Model building and the float32 export: what serving and the Evaluator receive."""
+"""Model building and the float32 export, for each task: what serving and the Evaluator get."""
 
 import numpy as np
 import pytest
@@ -6,87 +6,120 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras
 
-import taxi_rows
-from trainer_module import export, features
+from trainer_module import export
 from trainer_module.config import TrainerConfig
+from trainer_module.features import CATEGORY
 from trainer_module.model import build_model, category_sizes, compile_model, model_inputs
 
-
-@pytest.fixture(scope="module")
-def tft_output(transformed_data):
-    return tft.TFTransformOutput(transformed_data.transform_dir)
-
-
-def test_model_takes_every_transformed_feature(tft_output):
-    model = build_model(TrainerConfig(), category_sizes(tft_output))
-    expected = set(features.dense_float_outputs() + features.categorical_outputs())
-    assert set(model.input_names) == expected
-    assert model.output_shape == (None, 1)
+# The serving outputs each task promises: name → (dtype, width; None: the class count).
+OUTPUTS = {"binary": {"probabilities": (tf.float32, 1)},
+           "multiclass": {"scores": (tf.float32, None), "classes": (tf.string, None)},
+           "regression": {"predictions": (tf.float32, 1)}}
 
 
-def test_hidden_widths_are_multiples_of_128(tft_output):
+def _tft(data) -> tft.TFTransformOutput:
+    return tft.TFTransformOutput(data.transform_dir)
+
+
+def _model(data, config=None, scale=(0.0, 1.0)) -> tf_keras.Model:
+    return build_model(config or TrainerConfig(), data.spec,
+                       category_sizes(data.spec, _tft(data)), scale)
+
+
+def test_model_takes_every_output_of_the_spec(task_data):
+    model = _model(task_data)
+    assert set(model.input_names) == {o.name for o in task_data.spec.model_outputs()}
+    assert model.output_shape == (None, task_data.spec.num_classes)
+
+
+def test_hidden_widths_are_multiples_of_128(transformed_data):
     config = TrainerConfig()
-    model = build_model(config, category_sizes(tft_output))
+    model = _model(transformed_data, config)
     widths = [layer.units for layer in model.layers if layer.name.startswith("hidden_")]
     assert widths == list(config.hidden_units)
     assert all(w % 128 == 0 for w in widths)
 
 
-def test_embedding_tables_fit_every_id_the_transform_emits(tft_output, transformed_data):
-    sizes = category_sizes(tft_output)
-    batch = next(iter(tf.data.TFRecordDataset(transformed_data.train_files, "GZIP").batch(1000)))
-    parsed = model_inputs(tf.io.parse_example(batch, tft_output.transformed_feature_spec()))
-    for name in features.categorical_outputs():
+def test_embedding_tables_fit_every_id_the_transform_emits(task_data):
+    sizes = category_sizes(task_data.spec, _tft(task_data))
+    batch = next(iter(tf.data.TFRecordDataset(task_data.train_files, "GZIP").batch(1000)))
+    parsed = model_inputs(tf.io.parse_example(batch, _tft(task_data).transformed_feature_spec()),
+                          task_data.spec)
+    categories = [o.name for o in task_data.spec.model_outputs() if o.kind == CATEGORY]
+    assert categories and set(categories) == set(sizes)
+    for name in categories:
         assert int(tf.reduce_max(parsed[name])) < sizes[name], name
         assert int(tf.reduce_min(parsed[name])) >= 0, name
 
 
-def test_steps_per_execution_is_applied(tft_output):
-    model = build_model(TrainerConfig(), category_sizes(tft_output))
-    compile_model(model, TrainerConfig(), steps_per_execution=16, jit_compile=False)
+def test_steps_per_execution_is_applied(transformed_data):
+    model = _model(transformed_data)
+    compile_model(model, TrainerConfig(), transformed_data.spec, steps_per_execution=16,
+                  jit_compile=False)
     assert int(model._steps_per_execution.numpy()) == 16
 
 
-def test_export_serves_raw_examples_in_float32(tft_output, tmp_path):
-    config = TrainerConfig(hidden_units=(128,))
-    model = build_model(config, category_sizes(tft_output))
+def test_regression_head_answers_in_the_labels_units(fare_data):
+    """An untrained network predicts 0 in standardized units: the label's mean in dollars."""
+    model = _model(fare_data, TrainerConfig(hidden_units=(128,)), scale=(12.5, 10.0))
+    head = model.get_layer("head")
+    head.set_weights([np.zeros_like(w) for w in head.get_weights()])
+    batch = next(iter(tf.data.TFRecordDataset(fare_data.train_files, "GZIP").batch(4)))
+    inputs = model_inputs(tf.io.parse_example(batch, _tft(fare_data).transformed_feature_spec()),
+                          fare_data.spec)
+    np.testing.assert_allclose(model(inputs).numpy(), 12.5, rtol=1e-6)
+
+
+def _export(data, model, tmp_path, scale=(0.0, 1.0)):
     export_dir = str(tmp_path / "serving")
-    export.export_serving_model(model, config, tft_output, export_dir)
+    export.export_serving_model(model, TrainerConfig(hidden_units=(128,)), data.spec, _tft(data),
+                                export_dir, scale)
+    return tf.saved_model.load(export_dir)
 
-    loaded = tf.saved_model.load(export_dir)
+
+def test_export_serves_raw_examples_in_float32(task_data, tmp_path):
+    spec = task_data.spec
+    scale = (12.5, 10.0) if spec.task == "regression" else (0.0, 1.0)
+    model = _model(task_data, TrainerConfig(hidden_units=(128,)), scale)
+    loaded = _export(task_data, model, tmp_path, scale)
     assert set(loaded.signatures) == {"serving_default", "transform_features"}
-    rows = taxi_rows.read_rows(5)
-    serving = [taxi_rows.to_example(r, drop=features.LABEL_SOURCE_FEATURES).SerializeToString()
-               for r in rows]
+    rows = list(task_data.eval_csv_rows[:5])
+    serving = task_data.rows.serialized(rows, serving=True)
     out = loaded.signatures["serving_default"](examples=tf.constant(serving))
-    probabilities = out["probabilities"]
-    assert probabilities.dtype == tf.float32 and probabilities.shape == (5, 1)
-    assert np.all((probabilities.numpy() >= 0) & (probabilities.numpy() <= 1))
+    assert set(out) == set(OUTPUTS[spec.task])
+    for name, (dtype, width) in OUTPUTS[spec.task].items():
+        assert out[name].dtype == dtype and out[name].shape == (5, width or spec.num_classes)
+    if spec.task == "multiclass":
+        assert [c.decode() for c in out["classes"].numpy()[0]] == list(spec.classes)
+        np.testing.assert_allclose(out["scores"].numpy().sum(axis=1), 1.0, rtol=1e-5)
     # Same weights, same answer as the in-memory model on the same transformed rows.
-    parsed = tf.io.parse_example(serving, export.serving_raw_feature_spec(tft_output))
-    expected = model(model_inputs(tft_output.transform_features_layer()(parsed)))
-    np.testing.assert_allclose(probabilities.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
-
-    with_label = [taxi_rows.to_example(r).SerializeToString() for r in rows]
+    parsed = tf.io.parse_example(serving, export.serving_raw_feature_spec(_tft(task_data), spec))
+    expected = model(model_inputs(_tft(task_data).transform_features_layer()(parsed), spec))
+    got = out[spec.task_info.prediction_key]
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
+    with_label = task_data.rows.serialized(rows)
     transformed = loaded.signatures["transform_features"](examples=tf.constant(with_label))
-    assert transformed[features.LABEL_KEY].shape == (5,)
+    labels = [task_data.rows.label(r) for r in rows]
+    np.testing.assert_allclose(transformed[spec.label_key].numpy(), labels, rtol=1e-6)
 
 
-def test_export_is_float32_after_mixed_precision_training(tft_output, tmp_path):
-    config = TrainerConfig(hidden_units=(128,))
+def test_serving_requests_never_carry_the_label_or_its_sources(task_data):
+    raw = export.serving_raw_feature_spec(_tft(task_data), task_data.spec)
+    assert not set(task_data.spec.label_sources) & set(raw)
+    assert {f.column for f in task_data.spec.features if f.role != "ignore"} <= set(raw)
+
+
+def test_export_is_float32_after_mixed_precision_training(task_data, tmp_path):
     tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")
     try:
-        model = build_model(config, category_sizes(tft_output))
+        model = _model(task_data, TrainerConfig(hidden_units=(128,)))
     finally:
         tf_keras.mixed_precision.set_global_policy("float32")
     assert model.get_layer("hidden_0").compute_dtype == "bfloat16"
-    export_dir = str(tmp_path / "serving")
-    export.export_serving_model(model, config, tft_output, export_dir)
-    loaded = tf.saved_model.load(export_dir)
-    serving = [taxi_rows.to_example(r, drop=features.LABEL_SOURCE_FEATURES).SerializeToString()
-               for r in taxi_rows.read_rows(3)]
+    loaded = _export(task_data, model, tmp_path)
+    serving = task_data.rows.serialized(task_data.eval_csv_rows[:3], serving=True)
     out = loaded.signatures["serving_default"](examples=tf.constant(serving))
-    assert out["probabilities"].dtype == tf.float32
+    assert out[task_data.spec.task_info.prediction_key].dtype == tf.float32
     # No bfloat16 op or tensor anywhere in the serving graph (functions included).
     graph_def = loaded.signatures["serving_default"].graph.as_graph_def()
     assert "DT_BFLOAT16" not in str(graph_def)

@@ -1,19 +1,21 @@
-"""preprocessing_fn on a few hand-made rows, run by real tf.Transform on Beam."""
+"""The spec's preprocessing_fn on a few hand-made rows, run by real tf.Transform on Beam."""
 
 import numpy as np
 import pytest
 
-import taxi_rows
 from conftest import analyze, transform
-from trainer_module import features
+from dataset_rows import PENGUINS, TAXI
+from trainer_module.features import CATEGORY, transformed_name
+
+TAXI_OPTIONAL = ("trip_seconds", "pickup_latitude", "pickup_longitude", "dropoff_latitude",
+                 "dropoff_longitude", "pickup_community_area", "dropoff_community_area",
+                 "pickup_census_tract", "dropoff_census_tract", "company")
 
 
 def _rows() -> list[dict[str, str]]:
-    rows = taxi_rows.read_rows(40)
+    rows = TAXI.read_rows(40)
     # Row 0: every optional column missing. Row 1: values the training rows never had.
-    for key in ("trip_seconds", "pickup_latitude", "pickup_longitude", "dropoff_latitude",
-                "dropoff_longitude", "pickup_community_area", "dropoff_community_area",
-                "pickup_census_tract", "dropoff_census_tract", "company"):
+    for key in TAXI_OPTIONAL:
         rows[0][key] = ""
     rows[1]["company"] = "A Company Never Seen"
     rows[1]["trip_start_hour"] = "23"
@@ -32,13 +34,17 @@ def transformed(tmp_path_factory):
     return instances, transform_dir
 
 
+def _features(role: str):
+    return [f for f in TAXI.spec.features if f.role == role]
+
+
 def test_every_output_is_a_dense_numeric_scalar(transformed):
     import tensorflow_transform as tft
 
     instances, transform_dir = transformed
     spec = tft.TFTransformOutput(transform_dir).transformed_feature_spec()
-    expected = set(features.dense_float_outputs() + features.categorical_outputs())
-    assert set(spec) == expected | {features.LABEL_KEY}
+    expected = {o.name for o in TAXI.spec.model_outputs()}
+    assert set(spec) == expected | {TAXI.spec.label_key}
     for name, feature_spec in spec.items():
         assert type(feature_spec).__name__ == "FixedLenFeature", name
         assert list(feature_spec.shape) == [], name
@@ -49,29 +55,38 @@ def test_every_output_is_a_dense_numeric_scalar(transformed):
             assert np.ndim(instance[name]) == 0 and np.isfinite(instance[name]), name
 
 
-def test_missing_values_are_filled_with_their_own_bucket(transformed):
+def test_missing_categories_get_an_id_of_their_own(transformed):
+    first = transformed[0][0]
+    for feature in _features("quantile") + _features("hashed"):
+        if feature.column in TAXI_OPTIONAL:
+            [out] = feature.outputs()
+            assert first[out.name] == feature.params["buckets"], feature.column
+    for feature in _features("integer"):
+        if feature.column in TAXI_OPTIONAL:
+            low, high = feature.params["range"]
+            assert first[transformed_name(feature.column)] == high - low + 1, feature.column
+
+
+def test_missing_numbers_are_imputed_with_the_mean_and_flagged(transformed):
     instances, _ = transformed
-    first = instances[0]
-    for key, num_buckets in features.BUCKET_FEATURES.items():
-        if key in ("fare", "trip_miles"):
-            continue  # required columns, never missing
-        assert first[features.bucket_name(key)] == num_buckets, key
-    for key, size in features.INTEGER_CATEGORICAL_FEATURES.items():
-        if key.endswith("community_area"):
-            assert first[features.transformed_name(key)] == size, key
-    for key, num_buckets in features.HASHED_FEATURES.items():
-        assert first[features.transformed_name(key)] == num_buckets, key
-    assert first[features.transformed_name("trip_seconds")] < 0  # 0 s, below the mean
+    value, flag = transformed_name("trip_seconds"), transformed_name("trip_seconds_missing")
+    # The mean of the present values z-scores to 0; only row 0 is flagged.
+    assert abs(instances[0][value]) < 1e-5
+    assert instances[0][flag] == 1.0
+    assert all(i[flag] == 0.0 for i in instances[1:])
+    # A required column is never flagged.
+    assert all(i[transformed_name("fare_missing")] == 0.0 for i in instances)
 
 
 def test_category_ids_stay_in_range(transformed):
     instances, _ = transformed
+    outputs = [(f, o) for f in TAXI.spec.features for o in f.outputs() if o.kind == CATEGORY]
     for instance in instances:
-        for key, num_buckets in features.BUCKET_FEATURES.items():
-            assert 0 <= instance[features.bucket_name(key)] <= num_buckets
-        for key, size in features.INTEGER_CATEGORICAL_FEATURES.items():
-            assert 0 <= instance[features.transformed_name(key)] <= size
-    assert instances[1][features.transformed_name("trip_start_hour")] == 23
+        for feature, out in outputs:
+            if feature.role != "vocabulary":
+                rows = feature.kind.rows(feature.column, feature.params, None)
+                assert 0 <= instance[out.name] < rows, out.name
+    assert instances[1][transformed_name("trip_start_hour")] == 23
 
 
 def test_strings_unseen_in_analysis_get_an_oov_bucket(transformed):
@@ -80,28 +95,34 @@ def test_strings_unseen_in_analysis_get_an_oov_bucket(transformed):
 
     _, transform_dir = transformed
     output = tft.TFTransformOutput(transform_dir)
-    row = dict(taxi_rows.read_rows(1)[0], company="Brand New Cab Co", payment_type="Bitcoin")
-    raw = tf.io.parse_example(
-        [taxi_rows.to_example(row).SerializeToString()], output.raw_feature_spec())
+    row = dict(TAXI.read_rows(1)[0], company="Brand New Cab Co", payment_type="Bitcoin")
+    raw = tf.io.parse_example(TAXI.serialized([row]), output.raw_feature_spec())
     result = output.transform_features_layer()(raw)
-    for key in features.VOCAB_FEATURES:
-        vocab_size = output.vocabulary_size_by_name(key)
-        index = int(result[features.transformed_name(key)][0])
-        assert vocab_size <= index < vocab_size + features.VOCAB_OOV_BUCKETS, key
+    for feature in _features("vocabulary"):
+        vocab_size = output.vocabulary_size_by_name(feature.column)
+        index = int(result[transformed_name(feature.column)][0])
+        assert vocab_size <= index < vocab_size + feature.params["oov_buckets"], feature.column
 
 
 def test_scaled_values_are_z_scores(transformed):
     instances, _ = transformed
-    fares = np.array([i[features.transformed_name("fare")] for i in instances])
+    fares = np.array([i[transformed_name("fare")] for i in instances])
     assert abs(fares.mean()) < 1e-4
     assert abs(fares.std() - 1) < 1e-3
 
 
-def test_label_is_tip_over_twenty_percent_of_fare(transformed):
+def test_label_rule_is_tip_over_twenty_percent_of_fare(transformed):
     instances, _ = transformed
-    rows = _rows()
-    for row, instance in zip(rows, instances, strict=True):
-        expected = int(float(row["tips"]) > 0.2 * float(row["fare"]))
-        assert instance[features.LABEL_KEY] == expected
-    assert instances[2][features.LABEL_KEY] == 1
-    assert instances[3][features.LABEL_KEY] == 0
+    key = TAXI.spec.label_key
+    for row, instance in zip(_rows(), instances, strict=True):
+        assert instance[key] == int(float(row["tips"]) > 0.2 * float(row["fare"]))
+    assert instances[2][key] == 1
+    assert instances[3][key] == 0
+
+
+def test_multiclass_label_is_the_class_index(tmp_path):
+    rows = PENGUINS.read_rows()[::20]
+    columns = transform(rows, analyze(rows, str(tmp_path), PENGUINS), PENGUINS)
+    expected = [PENGUINS.spec.classes.index(r["species"]) for r in rows]
+    assert columns[PENGUINS.spec.label_key].tolist() == expected
+    assert set(expected) == {0, 1, 2}

@@ -1,0 +1,145 @@
+"""Bad specs and data that does not fit them stop the run before TensorFlow loads, naming the
+file, the key, the value and the expected form."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from dataset_rows import PENGUINS, TAXI
+from pipeline import datasets
+from pipeline.pipeline_config import ConfigError, PipelineConfig
+from trainer_module.dataset_spec import from_dict
+
+PENGUIN_SPEC = open(PENGUINS.spec_path, encoding="utf-8").read()
+TAXI_SPEC = open(TAXI.spec_path, encoding="utf-8").read()
+
+
+def _dataset(tmp_path, spec_text: str, like=PENGUINS, rows=None) -> PipelineConfig:
+    """A dataset folder with `spec_text` beside a copy of `like`'s schema, and its data."""
+    folder = tmp_path / "mine"
+    folder.mkdir(exist_ok=True)
+    shutil.copy(os.path.join(datasets.dataset_dir(like.dataset), datasets.SCHEMA_FILE), folder)
+    (folder / datasets.SPEC_FILE).write_text(spec_text, encoding="utf-8")
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    source = like.read_rows()
+    rows = rows if rows is not None else source
+    with open(data / "rows.csv", "w", encoding="utf-8") as f:
+        f.write(",".join(source[0]) + "\n")
+        f.writelines(",".join(r[c] for c in source[0]) + "\n" for r in rows)
+    return PipelineConfig(dataset=str(folder), data_dir=str(data))
+
+
+def _fails(config: PipelineConfig, *fragments: str) -> str:
+    with pytest.raises(ConfigError) as raised:
+        config.validate()
+    message = str(raised.value)
+    for fragment in fragments:
+        assert fragment in message, message
+    return message
+
+
+def test_a_feature_column_the_schema_lacks(tmp_path):
+    spec = PENGUIN_SPEC.replace("[features]", "[features]\nbeak_color = \"vocabulary\"")
+    _fails(_dataset(tmp_path, spec), "spec.toml: features.beak_color = 'beak_color'",
+           "expected a column of the schema")
+
+
+def test_a_schema_column_the_data_lacks(tmp_path):
+    rows = [{k: v for k, v in r.items() if k != "sex"} for r in PENGUINS.read_rows()]
+    config = _dataset(tmp_path, PENGUIN_SPEC)
+    with open(os.path.join(config.data_dir, "rows.csv"), "w", encoding="utf-8") as f:
+        f.write(",".join(rows[0]) + "\n" + "".join(",".join(r.values()) + "\n" for r in rows))
+    _fails(config, "lacks column(s) ['sex']", "rows.csv")
+
+
+def test_a_label_absent_from_the_schema(tmp_path):
+    spec = PENGUIN_SPEC.replace('column = "species"', 'column = "genus"')
+    _fails(_dataset(tmp_path, spec), "label.column = 'genus'", "a column of the schema",
+           "or a [label.rule] that derives it")
+
+
+def test_a_role_that_does_not_fit_the_type(tmp_path):
+    spec = PENGUIN_SPEC.replace('bill_length_mm = { role = "zscore"',
+                                'bill_length_mm = { role = "vocabulary"')
+    _fails(_dataset(tmp_path, spec), "features.bill_length_mm.role = 'vocabulary'",
+           "a role that reads a FLOAT column: zscore, log_zscore, quantile, ignore")
+
+
+def test_an_unknown_task(tmp_path):
+    _fails(_dataset(tmp_path, PENGUIN_SPEC.replace('"multiclass"', '"ranking"')),
+           "label.task = 'ranking'", "one of binary, multiclass, regression")
+
+
+def test_a_label_value_outside_the_declared_classes(tmp_path):
+    rows = PENGUINS.read_rows()
+    rows[7]["species"] = "Emperor"
+    _fails(_dataset(tmp_path, PENGUIN_SPEC, rows=rows), "rows.csv', line 9",
+           "label 'species' = 'Emperor' is not one of the spec's classes")
+
+
+def test_a_string_label_for_regression(tmp_path):
+    spec = PENGUIN_SPEC.replace('task = "multiclass"', 'task = "regression"').replace(
+        'classes = ["Adelie", "Chinstrap", "Gentoo"]\n', "").replace(
+        "accuracy = { min = 0.9, allowed_change = 0.01 }", "rmse = { max = 1.0 }")
+    _fails(_dataset(tmp_path, spec), "label.column = 'species'",
+           "a numeric column for a regression task; it is BYTES")
+
+
+def test_an_empty_spec(tmp_path):
+    _fails(_dataset(tmp_path, "# nothing yet\n"), "spec.toml: the spec is empty",
+           "[label]", "[features]", "[evaluation]")
+
+
+def test_a_threshold_on_another_tasks_metric(tmp_path):
+    spec = PENGUIN_SPEC.replace("accuracy = { min = 0.9", "rmse = { max = 0.9")
+    _fails(_dataset(tmp_path, spec), "evaluation.thresholds.rmse",
+           "a threshold on the multiclass task's metrics: accuracy")
+
+
+def test_a_schema_column_without_a_role(tmp_path):
+    spec = PENGUIN_SPEC.replace('year = { role = "integer"', 'yr = { role = "integer"')
+    _fails(_dataset(tmp_path, spec), "features.yr")
+    spec = "\n".join(line for line in PENGUIN_SPEC.splitlines() if not line.startswith("year"))
+    _fails(_dataset(tmp_path, spec), "features.year = None", "a role for every schema column")
+
+
+def test_bad_role_parameters_and_rules(tmp_path):
+    spec = PENGUIN_SPEC.replace('range = [2007, 2009]', 'range = [2009, 2007]')
+    _fails(_dataset(tmp_path, spec), "features.year.range", "[low, high]")
+    rule = TAXI_SPEC.replace('times = 0.2, of = "fare"', 'value = 3, of = "fare"')
+    _fails(_dataset(tmp_path, rule, like=TAXI), "label.rule", "either value = <number>")
+
+
+def test_rows_without_a_label_stop_the_run_with_the_count(tmp_path):
+    rows = PENGUINS.read_rows()
+    for row in rows[:3]:
+        row["species"] = ""
+    _fails(_dataset(tmp_path, PENGUIN_SPEC, rows=rows),
+           "3 of 344 rows have no value in the label column 'species'", 'missing = "drop"')
+    spec = PENGUIN_SPEC.replace('missing = "stop"', 'missing = "drop"')
+    _dataset(tmp_path, spec, rows=rows).validate()
+
+
+def test_spec_round_trips_through_custom_config():
+    spec = TAXI.spec
+    assert from_dict(spec.to_dict(), "custom_config", spec.name) == spec
+    assert spec.label_sources == ("tips",)  # fare is a feature as well as the rule's base
+
+
+def test_runner_exits_2_before_tensorflow_loads(tmp_path):
+    config = _dataset(tmp_path, PENGUIN_SPEC.replace('"multiclass"', '"ranking"'))
+    script = (
+        "import sys\n"
+        "from pipeline import local_runner\n"
+        f"code = local_runner.main(['--dataset', {config.dataset!r}, '--data-dir', "
+        f"{config.data_dir!r}, '--output-dir', {str(tmp_path / 'out')!r}])\n"
+        "print(code, 'tensorflow' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=120)
+    assert result.stdout.split() == ["2", "False"], result.stderr[-2000:]
+    assert "label.task = 'ranking'" in result.stderr
+    assert not (tmp_path / "out").exists()
