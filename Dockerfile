@@ -10,5 +10,5 @@ COPY trainer_module/ trainer_module/
 COPY schemas/ schemas/
 RUN pip install --no-cache-dir --no-deps /pipeline
 # Components import the project by module path (trainer_module.run.run_fn, ...) and read
-# files such as /pipeline/schemas/schema.pbtxt.
+# files such as /pipeline/schemas/<dataset>/schema.pbtxt.
 ENV PYTHONPATH=/pipeline

@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # The tfx CLI finds its engines with `pip freeze`: the venv (with pip in it) comes first.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: venv run dataset report bench browser test test-e2e tpu-check schema lint lock clean compile submit image image-tpu
+.PHONY: venv run dataset report bench bench-quality browser test test-e2e tpu-check schema lint lock clean compile submit image image-tpu
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ dataset: venv
 # bench/results/ and the README's table. BENCH_ARGS passes options (python -m bench.run -h).
 bench: venv
 	$(BIN)/python -m bench.run --update-readme $(BENCH_ARGS)
+
+# Model quality alone (about 2 minutes): each shipped dataset's DAG beside scikit-learn's
+# HistGradientBoosting on the same train/eval rows; make bench does it too.
+bench-quality: venv
+	$(BIN)/python -m bench.quality --update-readme
 
 # The report test opens pages in headless Chromium through ChromeDriver (Debian packages).
 browser:

@@ -41,7 +41,7 @@ class DagRun:
     seconds: dict[str, float]  # node id → seconds
     states: dict[str, str]
     blessed: bool | None
-    eval_accuracy: float | None  # the Evaluator's overall binary_accuracy
+    eval_accuracy: float | None  # the Evaluator's overall accuracy (classification)
 
     @property
     def component_seconds(self) -> float:
@@ -66,9 +66,10 @@ def _record(metadata_path: str, pipeline_name: str, rows: int, steps: int, batch
     if summary is None or not summary.succeeded:
         raise BenchRunError(f"no successful run of {pipeline_name} in {metadata_path}")
     metrics = run_summary.overall_metrics(os.path.join(cwd, summary.evaluation_uri))
+    accuracy = next((v for k, v in metrics.items() if k.endswith("accuracy")), None)
     return DagRun(rows, steps, batch, {n.node_id: n.seconds for n in summary.nodes.values()},
                   {n.node_id: n.state for n in summary.nodes.values()}, summary.blessed,
-                  metrics.get("binary_accuracy"))
+                  accuracy)
 
 
 def _read_int(path: str, pattern: str) -> int:
@@ -86,16 +87,19 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_ours(data_dir: str, output_dir: str, rows: int, train_steps: int) -> DagRun:
-    """This project's DAG from scratch (a fresh output dir, so nothing is served from cache)."""
+def run_ours(data_dir: str, output_dir: str, rows: int, train_steps: int | None,
+             dataset: str = "taxi") -> DagRun:
+    """This project's DAG from scratch (a fresh output dir, so nothing is served from cache);
+    train_steps None: the dataset spec's own."""
     shutil.rmtree(output_dir, ignore_errors=True)
     os.makedirs(output_dir)
-    _run([sys.executable, RUNNER, "--data-dir", data_dir, "--output-dir", output_dir,
-          "--train-steps", str(train_steps)], REPO_ROOT, _env(),
-         os.path.join(output_dir, "run.log"))
-    batch = _read_int(os.path.join(output_dir, "run.log"), r"global batch=(\d+)")
-    return _record(os.path.join(output_dir, "metadata", "metadata.db"), "taxi-tpu", rows,
-                   train_steps, batch)
+    steps = ["--train-steps", str(train_steps)] if train_steps else []
+    _run([sys.executable, RUNNER, "--dataset", dataset, "--data-dir", data_dir, "--output-dir",
+          output_dir, *steps], REPO_ROOT, _env(), os.path.join(output_dir, "run.log"))
+    log = os.path.join(output_dir, "run.log")
+    batch = _read_int(log, r"global batch=(\d+)")
+    return _record(os.path.join(output_dir, "metadata", "metadata.db"), f"{dataset}-tpu", rows,
+                   train_steps or _read_int(log, r"\) (\d+) steps in \d+ epochs"), batch)
 
 
 def prepare_template(work_dir: str, data_dir: str, train_steps: int) -> str:

@@ -14,9 +14,9 @@ import glob
 import os
 import random
 
-from pipeline.pipeline_config import REPO_ROOT
+from pipeline.pipeline_config import DEFAULT_DATA_DIR
 
-SHIPPED_DATA = os.path.join(REPO_ROOT, "data")
+SHIPPED_DATA = DEFAULT_DATA_DIR
 ROWS_PER_FILE = 250_000
 SCALED = ("fare", "tips", "trip_miles")  # floats with two decimals, scaled together
 SCALED_INT = ("trip_seconds",)

@@ -18,7 +18,7 @@ import sys
 import time
 
 from bench import dag, generate, results
-from pipeline import run_summary
+from pipeline import names, run_summary
 from pipeline.pipeline_config import REPO_ROOT
 
 WORK_DIR = os.path.join(REPO_ROOT, "bench", "work")
@@ -83,16 +83,16 @@ def transform_outputs(output_dir: str) -> tuple[str, list[str]]:
     """Transform's graph dir and the transformed train-split files of a finished run."""
     summary = run_summary.latest_run(os.path.join(output_dir, "metadata", "metadata.db"),
                                      "taxi-tpu")
-    graph = summary.output("Transform", "transform_graph")
-    examples = summary.output("Transform", "transformed_examples")
+    graph = summary.output(names.TRANSFORM, names.TRANSFORM_GRAPH)
+    examples = summary.output(names.TRANSFORM, names.TRANSFORMED_EXAMPLES)
     files = sorted(glob.glob(os.path.join(examples.uri, "Split-train", "*")))
     return graph.uri, files
 
 
-def measure(graph_dir: str, files: list[str], config, repetitions: int,
+def measure(graph_dir: str, files: list[str], config, spec, repetitions: int,
             fit_steps: int | None) -> tuple[dict, dict]:
     """Input rows, the input-bound fraction and the knobs, on Transform's output, with the
-    Trainer's settings `config` (a TrainerConfig)."""
+    Trainer's settings `config` (a TrainerConfig) and the dataset's spec."""
     import tensorflow_transform as tft
 
     from bench import throughput
@@ -108,9 +108,11 @@ def measure(graph_dir: str, files: list[str], config, repetitions: int,
          f"batch {batch}")
     raw = throughput.raw_read(files, batch, batches, repetitions)
     _say(f"  raw read {raw.examples_per_s:,.0f} ex/s")
-    tfx = throughput.tfx_reader(files, tf_transform_output, batch, batches, repetitions)
+    tfx = throughput.tfx_reader(files, tf_transform_output, spec.label_key, batch, batches,
+                                repetitions)
     _say(f"  TFX reader {tfx.examples_per_s:,.0f} ex/s")
-    cold, cached = throughput.project_input(files, feature_spec, batch, batches, repetitions)
+    cold, cached = throughput.project_input(files, feature_spec, spec, batch, batches,
+                                            repetitions)
     _say(f"  ours cold {cold.examples_per_s:,.0f}, cached {cached.examples_per_s:,.0f} ex/s")
     input_result = {
         "rows": rows, "batch_size": batch, "repetitions": repetitions,
@@ -120,7 +122,7 @@ def measure(graph_dir: str, files: list[str], config, repetitions: int,
                     "cached_vs_raw": cached.examples_per_s >= 2 * raw.examples_per_s},
     }
 
-    setup = throughput.FitSetup(tf_transform_output, files, config)
+    setup = throughput.FitSetup(tf_transform_output, files, config, spec)
     steps = fit_steps or batches  # a full pass: the epochs after the first are served cached
     configured = trainer_run.steps_per_execution(config, on_tpu=False)
     real, synthetic, fraction = throughput.input_bound(setup, steps, repetitions)
@@ -199,10 +201,18 @@ def main(argv: list[str]) -> int:
     if not args.no_anchor:
         ours_1x = next(r for t, _, r in runs if t == 1)
         result["anchor"] = run_anchor(ours_1x, args.train_steps)
+    from bench import quality
+    from pipeline.pipeline_config import PipelineConfig
     from trainer_module.config import TrainerConfig
 
+    _say("model quality: HistGradientBoosting on each shipped dataset's own rows")
+    shipped = [o for t, o, _ in runs if t == 1 and args.train_steps == BASE_TRAIN_STEPS]
+    reuse = {"taxi": shipped[0]} if shipped else {}
+    quality.publish(quality.run_shipped(WORK_DIR, reuse=reuse), args.results_dir,
+                    README if args.update_readme else None)
     graph_dir, files = transform_outputs(runs[-1][1])
-    result["input"], result["fit"] = measure(graph_dir, files, TrainerConfig(), args.repetitions,
+    result["input"], result["fit"] = measure(graph_dir, files, TrainerConfig(),
+                                             PipelineConfig().dataset_spec(), args.repetitions,
                                              args.fit_steps)
     return _publish(result, args.results_dir, args.update_readme)
 

@@ -12,8 +12,9 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras
 
-from trainer_module import data, features, model, run, strategy
+from trainer_module import data, model, run, strategy
 from trainer_module.config import TrainerConfig
+from trainer_module.dataset_spec import DatasetSpec
 
 
 @dataclasses.dataclass
@@ -54,8 +55,8 @@ def raw_read(files: list[str], batch_size: int, batches: int, repetitions: int) 
                     .batch(batch_size, drop_remainder=True), batches, batch_size, repetitions)
 
 
-def tfx_reader(files: list[str], tf_transform_output: tft.TFTransformOutput, batch_size: int,
-               batches: int, repetitions: int) -> Rate:
+def tfx_reader(files: list[str], tf_transform_output: tft.TFTransformOutput, label_key: str,
+               batch_size: int, batches: int, repetitions: int) -> Rate:
     """What `fn_args.data_accessor.tf_dataset_factory` builds for Transform's output:
     tfx-bsl's TFExampleRecord TensorFlowDataset, with TensorFlowDatasetOptions' defaults."""
     from tfx_bsl.public import tfxio
@@ -64,20 +65,20 @@ def tfx_reader(files: list[str], tf_transform_output: tft.TFTransformOutput, bat
         source = tfxio.TFExampleRecord(
             file_pattern=files, schema=tf_transform_output.transformed_metadata.schema)
         return source.TensorFlowDataset(tfxio.TensorFlowDatasetOptions(
-            batch_size=batch_size, label_key=features.LABEL_KEY))
+            batch_size=batch_size, label_key=label_key))
 
     return _rate_of(make, batches, batch_size, repetitions)
 
 
-def project_input(files: list[str], feature_spec: dict, batch_size: int, batches: int,
-                  repetitions: int, cached_epochs: int = 3) -> tuple[Rate, Rate]:
+def project_input(files: list[str], feature_spec: dict, spec: DatasetSpec, batch_size: int,
+                  batches: int, repetitions: int, cached_epochs: int = 3) -> tuple[Rate, Rate]:
     """The Trainer's input function: its first (cold) epoch, and the cached epochs after it.
 
     Each repetition builds the dataset anew (an empty cache); the cold rate is the median of
     the repetitions' first epochs, the cached rate the median of all their later epochs.
     """
     def make():
-        return data.make_dataset(files, feature_spec, batch_size, training=True)
+        return data.make_dataset(files, feature_spec, batch_size, spec=spec, training=True)
 
     warm = iter(make())
     for _ in range(2):
@@ -110,6 +111,7 @@ class FitSetup:
     tf_transform_output: tft.TFTransformOutput
     files: list[str]
     config: TrainerConfig
+    spec: DatasetSpec
 
     @property
     def feature_spec(self) -> dict:
@@ -126,16 +128,17 @@ def _fit_model(setup: FitSetup, *, synthetic: bool, steps_per_execution: int | N
     spe = steps_per_execution or run.steps_per_execution(config, strategy.is_tpu(dist))
     if synthetic:
         [batch] = data.make_dataset(setup.files, setup.feature_spec, per_replica,
-                                    training=True).take(1)
+                                    spec=setup.spec, training=True).take(1)
         dataset = dist.distribute_datasets_from_function(
             lambda _: tf.data.Dataset.from_tensors(batch).repeat())
     else:
         dataset = data.distributed_dataset(dist, setup.files, setup.feature_spec, per_replica,
-                                           training=True, seed=config.seed)
+                                           spec=setup.spec, training=True, seed=config.seed)
     tf_keras.utils.set_random_seed(config.seed)
     with dist.scope():
-        keras_model = model.build_model(config, model.category_sizes(setup.tf_transform_output))
-        model.compile_model(keras_model, config, steps_per_execution=spe,
+        keras_model = model.build_model(
+            config, setup.spec, model.category_sizes(setup.spec, setup.tf_transform_output))
+        model.compile_model(keras_model, config, setup.spec, steps_per_execution=spe,
                             jit_compile=jit_compile)
     return keras_model, dataset, per_replica * dist.num_replicas_in_sync
 

@@ -13,12 +13,12 @@ from collections.abc import Callable
 import pytest
 
 import mlmd_records
-import taxi_rows
+from dataset_rows import TAXI
 from pipeline import local_runner
 
 pytestmark = pytest.mark.e2e
 
-ROWS = taxi_rows.read_rows(600)
+ROWS = TAXI.read_rows(600)
 COLUMNS = list(ROWS[0])
 SETTINGS_CHECK, ANOMALY_GATE = 2, 1  # the runner's exit codes for the two stops
 

@@ -23,9 +23,8 @@ from ml_metadata.proto import metadata_store_pb2
 
 import mlmd_records
 import report_page
-import taxi_rows
+from dataset_rows import PENGUINS, TAXI, DatasetRows
 from pipeline.pipeline_config import REPO_ROOT
-from trainer_module import features
 
 pytestmark = pytest.mark.e2e
 
@@ -60,12 +59,14 @@ def _tree(directory) -> dict[str, str]:
     return hashes
 
 
-def _serve(model_dir, rows: list[dict[str, str]]) -> np.ndarray:
+def _serve_outputs(model_dir, rows: list[dict[str, str]], dataset: DatasetRows = TAXI) -> dict:
     model = tf.saved_model.load(str(model_dir))
-    examples = [taxi_rows.to_example(r, drop=features.LABEL_SOURCE_FEATURES).SerializeToString()
-                for r in rows]
-    return model.signatures["serving_default"](examples=tf.constant(examples))[
-        "probabilities"].numpy()
+    examples = tf.constant(dataset.serialized(rows, serving=True))
+    return {k: v.numpy() for k, v in model.signatures["serving_default"](examples=examples).items()}
+
+
+def _serve(model_dir, rows: list[dict[str, str]]) -> np.ndarray:
+    return _serve_outputs(model_dir, rows)["probabilities"]
 
 
 def _runner(data_dir, output) -> list[str]:
@@ -89,11 +90,11 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     new data killed mid-Trainer, the rerun after the kill, and bad data."""
     data_dir = tmp_path / "data"
     data_dir.mkdir()
-    _write_csv(data_dir / "trips.csv", taxi_rows.read_rows(4000))
+    _write_csv(data_dir / "trips.csv", TAXI.read_rows(4000))
     output = tmp_path / "out"
     metadata = str(output / "metadata" / "metadata.db")
     serving = output / "serving_model"
-    rows = taxi_rows.read_rows(20)
+    rows = TAXI.read_rows(20)
 
     # 1. First run: every component executes; the model is blessed and pushed.
     result = _run_pipeline(data_dir, output)
@@ -141,7 +142,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
 
     # 4. New data, and the run is killed with SIGKILL while the Trainer runs: the DAG had
     #    re-executed from CsvExampleGen (the schema file, unchanged, stays cached).
-    _write_csv(data_dir / "more.csv", taxi_rows.read_rows(6000)[4000:])
+    _write_csv(data_dir / "more.csv", TAXI.read_rows(6000)[4000:])
     log_path = tmp_path / "killed.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen(_runner(data_dir, output), env=_env(output), stdout=log,
@@ -171,7 +172,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
 
     # 6. Bad data: the AnomalyGate fails the run and the serving dir keeps exactly its files.
     served = _tree(serving)
-    bad = taxi_rows.read_rows(2000)
+    bad = TAXI.read_rows(2000)
     for row in bad[:100]:
         row["tips"] = "-1.5"
     _write_csv(data_dir / "more.csv", bad)
@@ -242,7 +243,7 @@ def test_parallel_runs_in_separate_output_dirs_and_one_at_a_time_in_the_same(tmp
     dir that is in use stops at once, before any component, naming the run holding it."""
     data_dir = tmp_path / "data"
     data_dir.mkdir()
-    _write_csv(data_dir / "trips.csv", taxi_rows.read_rows(3000))
+    _write_csv(data_dir / "trips.csv", TAXI.read_rows(3000))
     outputs = [tmp_path / "a", tmp_path / "b"]
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
     processes = [subprocess.Popen(_runner(data_dir, out), env=_env(out), stdout=log.open("w"),
@@ -296,7 +297,7 @@ def _assert_store_consistent(metadata_path: str) -> None:
 def test_tfx_cli_creates_and_runs_the_pipeline_on_another_data_dir(tmp_path):
     data_dir = tmp_path / "my_data"
     data_dir.mkdir()
-    with open(taxi_rows.SHIPPED_CSV, encoding="utf-8") as f:
+    with open(TAXI.csv_path, encoding="utf-8") as f:
         (data_dir / "trips.csv").write_text("".join(f.readlines()[:3001]))
     output = tmp_path / "out"
     env = _env(output, DATA_DIR=str(data_dir), LOCAL_HOME=str(tmp_path / "tfx_home"))
@@ -316,5 +317,75 @@ def test_tfx_cli_creates_and_runs_the_pipeline_on_another_data_dir(tmp_path):
     states = mlmd_records.execution_states(str(output / "metadata" / "metadata.db"))
     assert set(states) == NODES and set(states.values()) == {"COMPLETE"}, states
     [version] = os.listdir(output / "serving_model")
-    assert _serve(output / "serving_model" / version, taxi_rows.read_rows(3)).shape == (3, 1)
+    assert _serve(output / "serving_model" / version, TAXI.read_rows(3)).shape == (3, 1)
 
+
+
+def test_shipped_penguins_run_end_to_end_as_a_multiclass_task(tmp_path):
+    """`make run DATASET=penguins`: the second shipped dataset, with no code of its own."""
+    output = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, RUNNER, "--dataset", "penguins", "--output-dir", str(output)],
+        env=_env(output, TRAIN_STEPS=""), capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-4000:]
+    metadata = str(output / "metadata" / "metadata.db")
+    assert mlmd_records.store(metadata).get_context_by_type_and_name("pipeline", "penguins-tpu")
+    assert mlmd_records.latest_run(metadata).states == dict.fromkeys(NODES, "COMPLETE")
+    assert "Blessed: yes" in result.stdout, result.stdout[-3000:]
+    [version] = os.listdir(output / "serving_model")
+    rows = PENGUINS.read_rows()[::7]
+    outputs = _serve_outputs(output / "serving_model" / version, rows, PENGUINS)
+    assert outputs["scores"].shape == (len(rows), 3)
+    assert [c.decode() for c in outputs["classes"][0]] == ["Adelie", "Chinstrap", "Gentoo"]
+    assert PENGUINS.quality(outputs, rows) > 0.9
+    page = report_page.render(output / "report" / "index.html")
+    assert page.elements["blessing"].startswith("Blessed: yes")
+    assert {"metric": "sparse_categorical_accuracy", "slice": "overall",
+            "result": "pass"}.items() <= page.tables["thresholds"][0].items()
+    slices = {row["slice"] for row in page.tables["metrics"]}
+    assert {"overall", "island=Biscoe", "island=Dream", "island=Torgersen"} <= slices
+    assert "slices.png" in page.images
+
+
+def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
+    """A newcomer's path: `make dataset` on new data (the penguins' body mass as a regression
+    label), then `make run DATASET=…` with no Python edits."""
+    schemas = tmp_path / "schemas"
+    data_dir = tmp_path / "birds"
+    data_dir.mkdir()
+    shutil.copy(PENGUINS.csv_path, data_dir / "birds.csv")
+    made = subprocess.run(
+        [sys.executable, "-m", "pipeline.bootstrap", "--name", "bird-mass", "--data-dir",
+         str(data_dir), "--label", "body_mass_g", "--task", "regression", "--schemas-dir",
+         str(schemas)], env=_env(tmp_path), capture_output=True, text=True, timeout=600,
+        cwd=REPO_ROOT)
+    assert made.returncode == 0, made.stderr[-3000:]
+    assert "label 'body_mass_g': 2 of 344 rows have no value" in made.stdout
+    assert re.search(r"island +vocabulary +3 distinct strings", made.stdout), made.stdout
+    folder = schemas / "bird-mass"
+    spec_text = (folder / "spec.toml").read_text()
+    assert 'task = "regression"' in spec_text and 'missing = "drop"' in spec_text
+    again = subprocess.run(made.args, env=_env(tmp_path), capture_output=True, text=True,
+                           timeout=600, cwd=REPO_ROOT)
+    assert again.returncode == 2 and "already holds a spec" in again.stderr
+
+    output = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, RUNNER, "--dataset", str(folder), "--data-dir", str(data_dir),
+         "--output-dir", str(output)],
+        env=_env(output, TRAIN_STEPS=""), capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-4000:]
+    metadata = str(output / "metadata" / "metadata.db")
+    assert mlmd_records.store(metadata).get_context_by_type_and_name("pipeline", "bird-mass-tpu")
+    assert mlmd_records.latest_run(metadata).states == dict.fromkeys(NODES, "COMPLETE")
+    assert "root_mean_squared_error=" in result.stdout
+    assert "Blessed: yes" in result.stdout, result.stdout[-3000:]
+    birds = DatasetRows(str(folder), str(data_dir / "birds.csv"))
+    rows = [r for r in birds.read_rows() if r["body_mass_g"]]
+    [version] = os.listdir(output / "serving_model")
+    outputs = _serve_outputs(output / "serving_model" / version, rows, birds)
+    assert outputs["predictions"].shape == (len(rows), 1)
+    spread = float(np.std([float(r["body_mass_g"]) for r in rows]))
+    assert birds.quality(outputs, rows) < 0.6 * spread  # grams, far better than the mean
+    page = report_page.render(output / "report" / "index.html")
+    assert "2 row(s) without a value in body_mass_g" in page.text

@@ -1,7 +1,6 @@
 """Model building and the float32 export, for each task: what serving and the Evaluator get."""
 
 import numpy as np
-import pytest
 import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras

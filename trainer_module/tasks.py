@@ -70,15 +70,17 @@ class Task:
             return tf_keras.losses.BinaryCrossentropy()
         if self.name == MULTICLASS:
             return tf_keras.losses.SparseCategoricalCrossentropy()
-        base = (tf_keras.losses.MeanSquaredError() if regression_loss == "mse"
-                else tf_keras.losses.Huber())
+        # Per-example functions: Keras wraps them with the reduction a distribution strategy
+        # needs (a loss object called inside another loss would reduce on its own).
+        base = (tf_keras.losses.mean_squared_error if regression_loss == "mse"
+                else tf_keras.losses.huber)
         std = label_scale[1]
 
-        def scaled(y_true, y_pred):
+        def scaled_loss(y_true, y_pred):
             # (y - m)/s - (ŷ - m)/s = (y - ŷ)/s: the loss on the standardized target.
             return base(y_true / std, y_pred / std)
 
-        return scaled
+        return tf_keras.losses.LossFunctionWrapper(scaled_loss, name=f"scaled_{regression_loss}")
 
     def keras_metrics(self) -> list[Any]:
         import tf_keras
