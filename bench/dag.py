@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 
-from pipeline import run_summary
+from pipeline import eval_results, run_summary
 from pipeline.pipeline_config import REPO_ROOT
 
 RUNNER = os.path.join(REPO_ROOT, "pipeline", "local_runner.py")
@@ -65,7 +65,7 @@ def _record(metadata_path: str, pipeline_name: str, rows: int, steps: int, batch
     summary = run_summary.latest_run(metadata_path, pipeline_name)
     if summary is None or not summary.succeeded:
         raise BenchRunError(f"no successful run of {pipeline_name} in {metadata_path}")
-    metrics = run_summary.overall_metrics(os.path.join(cwd, summary.evaluation_uri))
+    metrics = eval_results.overall_metrics(os.path.join(cwd, summary.evaluation_uri))
     accuracy = next((v for k, v in metrics.items() if k.endswith("accuracy")), None)
     return DagRun(rows, steps, batch, {n.node_id: n.seconds for n in summary.nodes.values()},
                   {n.node_id: n.state for n in summary.nodes.values()}, summary.blessed,

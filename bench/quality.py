@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from pipeline import names, run_summary
+from pipeline import eval_results, names, run_summary
 from trainer_module import tasks
 from trainer_module.dataset_spec import DatasetSpec
 
@@ -125,7 +125,7 @@ def compare(metadata_path: str, pipeline_name: str, spec: DatasetSpec) -> dict:
     examples = summary.output(names.CSV_EXAMPLE_GEN, names.EXAMPLES) if summary else None
     if examples is None or summary.evaluation_uri is None:
         raise RuntimeError(f"no evaluated run of {pipeline_name!r} in {metadata_path}")
-    ours = run_summary.overall_metrics(summary.evaluation_uri)
+    ours = eval_results.overall_metrics(summary.evaluation_uri)
     reference = baseline(examples.uri, spec)
     rows = []
     for metric, evaluator_name in EVALUATOR_NAMES[spec.task].items():

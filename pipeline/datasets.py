@@ -8,7 +8,6 @@ name the file, the key, the value and the expected form.
 
 import os
 import re
-import tomllib
 
 from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2
@@ -78,6 +77,8 @@ def load_spec(dataset: str) -> tuple[DatasetSpec, schema_pb2.Schema]:
     Raises:
       ConfigError: naming the file, the key, the value and the expected form.
     """
+    import tomllib  # Python 3.11+: specs are read where pipelines are defined, not in the images
+
     folder = dataset_dir(dataset)
     name = dataset_name(dataset)
     if not os.path.isdir(folder):

@@ -18,7 +18,7 @@ import os
 import re
 import sys
 
-from pipeline import names, run_summary
+from pipeline import eval_results, names, run_summary
 from pipeline.env_settings import from_env
 from pipeline.pipeline_config import ConfigError, PipelineConfig
 
@@ -98,7 +98,7 @@ def _metric_name(class_name: str) -> str:
 
 
 def _spec_label(spec) -> str:
-    return run_summary.slice_label(
+    return eval_results.slice_label(
         [(key, "*") for key in spec.feature_keys] + list(spec.feature_values.items()))
 
 
@@ -107,8 +107,8 @@ def evaluation(uri: str) -> Evaluation:
     from tensorflow_model_analysis.writers import eval_config_writer
 
     eval_config = eval_config_writer.load_eval_run(uri)[0]
-    slices = run_summary.slice_metrics(uri)
-    failures = run_summary.threshold_failures(uri)
+    slices = eval_results.slice_metrics(uri)
+    failures = eval_results.threshold_failures(uri)
     failed = {(f.metric, f.slice, f.is_change) for f in failures}
     thresholds = []
     for metrics_spec in eval_config.metrics_specs:
@@ -131,14 +131,14 @@ def _thresholds(name: str, label: str, threshold, values: dict[str, float],
         bounds = threshold.value_threshold
         value = values.get(name)
         rows.append(Threshold(
-            name, label, run_summary.value_rule(bounds), value,
+            name, label, eval_results.value_rule(bounds), value,
             None if value is None else (name, label, False) not in failed,
             bounds.lower_bound.value if bounds.HasField("lower_bound")
             else bounds.upper_bound.value if bounds.HasField("upper_bound") else None))
     if threshold.HasField("change_threshold"):
         diff = values.get(f"{name}_diff")  # absent when there was no baseline to compare with
         rows.append(Threshold(
-            name, label, f"{run_summary.change_rule(threshold.change_threshold)} vs. the last "
+            name, label, f"{eval_results.change_rule(threshold.change_threshold)} vs. the last "
             "blessed model", diff, None if diff is None else (name, label, True) not in failed))
     return rows
 

@@ -16,7 +16,8 @@ DOCKERFILES = ("Dockerfile", "Dockerfile.tpu")
 # the cloud config reader and the submitter, run on the user's machine).
 RUNTIME_PACKAGES = ("trainer_module",)
 RUNTIME_MODULES = ("pipeline/dag.py", "pipeline/anomaly_gate.py", "pipeline/baseline_resolver.py",
-                   "pipeline/pipeline_config.py")
+                   "pipeline/pipeline_config.py", "pipeline/names.py", "pipeline/errors.py",
+                   "pipeline/csv_check.py", "pipeline/staged_pusher.py")
 
 
 def _read(name: str) -> str:
@@ -94,3 +95,39 @@ def test_code_that_runs_in_the_images_is_python_3_10():
 def test_dockerignore_keeps_local_state_out_of_the_images():
     ignored = set(_read(".dockerignore").split())
     assert {".venv", "output", "build", "cloud.toml"} <= ignored
+
+
+def _imports(path: str) -> set[str]:
+    tree = ast.parse(_read(path), filename=path)
+    return {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+            for alias in node.names} | {node.module or "" for node in ast.walk(tree)
+                                        if isinstance(node, ast.ImportFrom)}
+
+
+def test_trainer_module_never_imports_the_pipeline():
+    """The TPU image and Dataflow workers import trainer_module alone."""
+    for name in os.listdir(os.path.join(REPO_ROOT, "trainer_module")):
+        if name.endswith(".py"):
+            imported = _imports(os.path.join("trainer_module", name))
+            assert not {m for m in imported if m.split(".")[0] in ("pipeline", "bench")}, name
+
+
+def test_transforms_cache_key_covers_every_module_preprocessing_imports():
+    """Transform's code_version hashes PREPROCESSING_MODULES only (so a model edit does not
+    re-run Transform): they must be everything preprocessing_fn imports from trainer_module."""
+    seen, todo = set(), ["preprocessing.py"]
+    while todo:
+        name = todo.pop()
+        seen.add(name)
+        for module in _imports(os.path.join("trainer_module", name)):
+            if module.startswith("trainer_module."):
+                child = module.split(".")[1] + ".py"
+                if child not in seen:
+                    todo.append(child)
+            elif module == "trainer_module":
+                tree = ast.parse(_read(os.path.join("trainer_module", name)))
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.ImportFrom) and node.module == "trainer_module":
+                        todo += [a.name + ".py" for a in node.names if a.name + ".py" not in seen]
+    assert seen == set(dag.PREPROCESSING_MODULES)
+    assert "model.py" not in seen and "run.py" not in seen

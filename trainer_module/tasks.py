@@ -70,8 +70,8 @@ class Task:
             return tf_keras.losses.BinaryCrossentropy()
         if self.name == MULTICLASS:
             return tf_keras.losses.SparseCategoricalCrossentropy()
-        # Per-example functions: Keras wraps them with the reduction a distribution strategy
-        # needs (a loss object called inside another loss would reduce on its own).
+        # Per-example functions: Keras wraps a loss function with the reduction a distribution
+        # strategy needs (a loss object called inside it would reduce on its own, and fail).
         base = (tf_keras.losses.mean_squared_error if regression_loss == "mse"
                 else tf_keras.losses.huber)
         std = label_scale[1]
@@ -80,7 +80,7 @@ class Task:
             # (y - m)/s - (ŷ - m)/s = (y - ŷ)/s: the loss on the standardized target.
             return base(y_true / std, y_pred / std)
 
-        return tf_keras.losses.LossFunctionWrapper(scaled_loss, name=f"scaled_{regression_loss}")
+        return scaled_loss
 
     def keras_metrics(self) -> list[Any]:
         import tf_keras
