@@ -81,7 +81,8 @@ def test_compiled_spec_holds_every_component_with_its_dependencies(cloud_env, tm
     for node in ("CsvExampleGen", "Transform", "Trainer", "AnomalyGate", "Pusher"):
         assert _executor(spec, node)["image"] == CLOUD["PIPELINE_IMAGE"]
     # Files are read inside the image, data from GCS; Beam runs in the container by default.
-    assert _parameter(spec, "ImportSchemaGen", "schema_file") == "/pipeline/schemas/taxi/schema.pbtxt"
+    assert (_parameter(spec, "ImportSchemaGen", "schema_file")
+            == "/pipeline/schemas/taxi/schema.pbtxt")
     assert _parameter(spec, "CsvExampleGen", "input_base") == CLOUD["DATA_URI"]
     assert "--direct_running_mode=multi_processing" in _executor(spec, "Transform")["args"]
     # gs:// has no atomic rename: TFX's own Pusher (saved_model.pb copied last).
