@@ -126,3 +126,31 @@ def test_multiclass_label_is_the_class_index(tmp_path):
     expected = [PENGUINS.spec.classes.index(r["species"]) for r in rows]
     assert columns[PENGUINS.spec.label_key].tolist() == expected
     assert set(expected) == {0, 1, 2}
+
+
+def test_rows_without_a_label_weigh_nothing_when_the_spec_drops_them(tmp_path):
+    from google.protobuf import text_format
+
+    from dataset_rows import DatasetRows
+    from pipeline import datasets
+
+    folder = tmp_path / "penguins-drop"
+    folder.mkdir()
+    schema = PENGUINS.schema
+    species = next(f for f in schema.feature if f.name == "species")
+    species.ClearField("shape")
+    species.presence.min_fraction = 0.0
+    species.value_count.min, species.value_count.max = 0, 1
+    (folder / datasets.SCHEMA_FILE).write_text(text_format.MessageToString(schema))
+    spec_text = open(PENGUINS.spec_path, encoding="utf-8").read()
+    (folder / datasets.SPEC_FILE).write_text(spec_text.replace('missing = "stop"',
+                                                               'missing = "drop"'))
+    dataset = DatasetRows(str(folder), PENGUINS.csv_path)
+    rows = PENGUINS.read_rows()[::20]
+    rows[1]["species"] = ""
+    columns = transform(rows, analyze(rows, str(tmp_path / "tft"), dataset), dataset)
+    spec = dataset.spec
+    assert columns[spec.label_weight_key].tolist() == [0.0 if i == 1 else 1.0
+                                                      for i in range(len(rows))]
+    assert columns[spec.label_key][1] == 0  # a valid id, weighing nothing
+    assert columns[spec.label_key][0] == spec.classes.index(rows[0]["species"])

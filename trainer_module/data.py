@@ -55,8 +55,6 @@ def _split_label(parsed: dict[str, tf.Tensor], spec: DatasetSpec) -> tuple:
     dtype = tf.int32 if spec.task == tasks.MULTICLASS else tf.float32
     label = tf.cast(tf.expand_dims(parsed[spec.label_key], -1), dtype)
     if spec.missing_labels == "drop":
-        # A dropped row's label is a placeholder: clamp it to a valid id for the loss.
-        label = tf.maximum(label, tf.zeros_like(label))
         return model_inputs(parsed, spec), label, parsed[spec.label_weight_key]
     return model_inputs(parsed, spec), label
 

@@ -58,7 +58,10 @@ def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> d
                                                   feature.params))
     # The label's sources are absent at serving time; the serving graph prunes these outputs.
     value, present = label(inputs, spec)
-    outputs[spec.label_key] = value
     if spec.missing_labels == "drop":
+        # A row without a label weighs 0 in training and evaluation; its label is a valid
+        # placeholder (0), so no loss or metric ever sees an id outside the classes.
+        value = tf.where(present, value, tf.zeros_like(value))
         outputs[spec.label_weight_key] = tf.cast(present, tf.float32)
+    outputs[spec.label_key] = value
     return outputs
