@@ -29,15 +29,17 @@ ID_LIKE_MIN_DISTINCT = 50
 # Free text: long strings, mostly distinct.
 FREE_TEXT_MIN_LENGTH = 40
 MOSTLY_EMPTY = 0.95
-# Categories: up to this many distinct values get a vocabulary; beyond, hash buckets.
+# Categories: up to this many distinct values, each seen this often on average, get a
+# vocabulary; wider or rarer ones, hash buckets.
 VOCABULARY_MAX = 1000
+VOCABULARY_MIN_AVERAGE_COUNT = 5
 HASH_BUCKETS_MAX = 4096
 # Integer columns with this few distinct values within a short range are categories (hours,
 # weekdays, months, years); more are counts or measurements.
 INTEGER_CATEGORY_MAX = 32
 INTEGER_RANGE_MAX = 1000
-# Numbers whose mean is far above their median have a long right tail: log them first.
-LONG_TAIL_RATIO = 2.0
+# Non-negative numbers this skewed have a long right tail: log them first.
+LONG_TAIL_SKEW = 2.0
 MAX_CLASSES = 1000
 DISTINCT_CAP = 100_000  # distinct values kept per column while scanning
 
@@ -107,12 +109,13 @@ def role_for(column: Column, type_name: str) -> tuple[dict, str]:
                                         f"{distinct} distinct values in {present} rows")
         if id_like:
             return {"role": "ignore"}, f"id-like: {distinct} distinct values in {present} rows"
-        if distinct <= VOCABULARY_MAX:
+        if distinct <= VOCABULARY_MAX and distinct * VOCABULARY_MIN_AVERAGE_COUNT <= present:
             return ({"role": "vocabulary", "top_k": VOCABULARY_MAX, "oov_buckets": 10},
                     f"{distinct} distinct strings")
         buckets = min(HASH_BUCKETS_MAX, 2 ** math.ceil(math.log2(distinct)))
         return ({"role": "hashed", "buckets": buckets},
-                f"{distinct} distinct strings: more than a vocabulary of {VOCABULARY_MAX}")
+                f"{distinct} distinct strings in {present} rows: too many or too rare for a "
+                "vocabulary")
     low, high = min(column.numbers), max(column.numbers)
     if type_name == "INT":
         if id_like:
@@ -124,12 +127,13 @@ def role_for(column: Column, type_name: str) -> tuple[dict, str]:
             buckets = min(HASH_BUCKETS_MAX, 2 ** math.ceil(math.log2(distinct)))
             return ({"role": "hashed", "buckets": buckets},
                     f"a code: {distinct} distinct integers spread over [{low:g}, {high:g}]")
-    values = sorted(column.numbers)
-    median, mean = values[len(values) // 2], sum(values) / len(values)
-    if low >= 0 and median > 0 and mean > LONG_TAIL_RATIO * median or (
-            low >= 0 and median == 0 < mean):
-        return {"role": "log_zscore"}, (f"long right tail: mean {mean:.3g}, median "
-                                        f"{median:.3g}, max {high:.3g}")
+    values = column.numbers
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    skew = sum((v - mean) ** 3 for v in values) / len(values) / std ** 3 if std else 0.0
+    if low >= 0 and skew > LONG_TAIL_SKEW:
+        return {"role": "log_zscore"}, (f"long right tail: skewness {skew:.1f}, mean "
+                                        f"{mean:.3g}, max {high:.3g}")
     return {"role": "zscore"}, f"numbers in [{low:.3g}, {high:.3g}], mean {mean:.3g}"
 
 
