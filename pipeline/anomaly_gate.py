@@ -69,8 +69,11 @@ def unlabelled_rows(statistics_uri: str, split_names: list[str],
                 name = feature.path.step[0] if feature.path.step else feature.name
                 if name not in label_columns:
                     continue
-                stats = getattr(feature, feature.WhichOneof("stats") or "num_stats")
-                missing = int(stats.common_stats.num_missing)
+                common = getattr(feature, feature.WhichOneof("stats") or "num_stats").common_stats
+                # CsvExampleGen writes an empty cell as the feature with no value, which TFDV
+                # counts as present: a label has one value, so the rest had none.
+                missing = int(common.num_missing
+                              + max(0, common.num_non_missing - common.tot_num_values))
                 if missing:
                     counts.setdefault(split, {})[name] = missing
     return counts

@@ -87,6 +87,10 @@ CASES = {
         lambda: {"trips.csv": _with("payment_type", "Bitcoin", 60)},
         ANOMALY_GATE, ("[train] payment_type: Unexpected string values",
                        "values missing from the schema: Bitcoin")),
+    "rows without the label's source": Case(
+        lambda: {"trips.csv": _with("tips", "", 40)},
+        SETTINGS_CHECK, ("40 of 600 rows have no value in the label column 'tips'",
+                         'missing = "drop"')),
     "too few rows to fill both splits": Case(
         lambda: {"trips.csv": _csv(ROWS[:1])},
         ANOMALY_GATE, ("No examples — the split is empty",)),

@@ -373,7 +373,8 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     result = subprocess.run(
         [sys.executable, RUNNER, "--dataset", str(folder), "--data-dir", str(data_dir),
          "--output-dir", str(output)],
-        env=_env(output, TRAIN_STEPS=""), capture_output=True, text=True, timeout=900)
+        env=_env(output, TRAIN_STEPS="", MIN_EVAL_ACCURACY=""), capture_output=True, text=True,
+        timeout=900)
     assert result.returncode == 0, result.stderr[-4000:]
     metadata = str(output / "metadata" / "metadata.db")
     assert mlmd_records.store(metadata).get_context_by_type_and_name("pipeline", "bird-mass-tpu")
