@@ -39,25 +39,6 @@ def read_split(examples_uri: str, split: str) -> list[dict[str, object]]:
     return rows
 
 
-def _label(row: dict, spec: DatasetSpec) -> float | None:
-    rule = spec.rule
-    if rule:
-        left, right = row.get(rule.column), row.get(rule.of) if rule.of else rule.value
-        if left is None or right is None:
-            return None
-        right = rule.times * right if rule.of else right
-        return float({">": left > right, ">=": left >= right, "<": left < right,
-                      "<=": left <= right}[rule.op])
-    value = row.get(spec.label)
-    if value is None:
-        return None
-    if spec.task == tasks.REGRESSION:
-        return float(value)
-    if spec.classes:
-        return float(spec.classes.index(str(value)))
-    return float(value)
-
-
 def _matrix(rows: list[dict], columns: list[str], categories: dict[str, list[str]]) -> np.ndarray:
     out = np.full((len(rows), len(columns)), np.nan)
     for j, column in enumerate(columns):
@@ -85,11 +66,11 @@ def baseline(examples_uri: str, spec: DatasetSpec, seed: int = 0) -> dict[str, f
                                   if f.role in ("integer", "vocabulary", "hashed")}
     categories = {c: sorted({r[c] for r in train if r.get(c) is not None}, key=str)
                   for c in strings}
-    train = [r for r in train if _label(r, spec) is not None]
-    evaluation = [r for r in evaluation if _label(r, spec) is not None]
+    train = [r for r in train if spec.label_of(r) is not None]
+    evaluation = [r for r in evaluation if spec.label_of(r) is not None]
     x_train, x_eval = (_matrix(rows, columns, categories) for rows in (train, evaluation))
-    y_train = np.array([_label(r, spec) for r in train])
-    y_eval = np.array([_label(r, spec) for r in evaluation])
+    y_train = np.array([spec.label_of(r) for r in train])
+    y_eval = np.array([spec.label_of(r) for r in evaluation])
     # Trees take at most 255 categories per column: wider ones stay ordinal codes.
     def small(j: int) -> bool:
         present = x_train[~np.isnan(x_train[:, j]), j]

@@ -66,18 +66,7 @@ class DatasetRows:
 
     def label(self, row: dict[str, str]) -> float:
         """The label the spec makes of a raw row (class id, 0/1, or the number)."""
-        spec = self.spec
-        if spec.rule:
-            rule = spec.rule
-            left = float(row[rule.column])
-            right = rule.times * float(row[rule.of]) if rule.of else rule.value
-            return float({">": left > right, ">=": left >= right, "<": left < right,
-                          "<=": left <= right}[rule.op])
-        if spec.task == "regression":
-            return float(row[spec.label])
-        if spec.classes:
-            return float(spec.classes.index(row[spec.label]))
-        return float(int(float(row[spec.label])))
+        return self.spec.label_of(row)
 
     def quality(self, outputs: dict, rows) -> float:
         """Accuracy (classification) or RMSE (regression) of serving outputs on raw rows."""

@@ -143,3 +143,12 @@ def test_runner_exits_2_before_tensorflow_loads(tmp_path):
     assert result.stdout.split() == ["2", "False"], result.stderr[-2000:]
     assert "label.task = 'ranking'" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_label_of_a_raw_row_outside_tensorflow():
+    taxi, penguins = TAXI.spec, PENGUINS.spec
+    assert taxi.label_of({"tips": "2.5", "fare": "10"}) == 1.0
+    assert taxi.label_of({"tips": "2.0", "fare": "10"}) == 0.0  # exactly 20%: not over
+    assert taxi.label_of({"tips": "", "fare": "10"}) is None
+    assert penguins.label_of({"species": "Gentoo"}) == 2.0
+    assert penguins.label_of({"species": None}) is None

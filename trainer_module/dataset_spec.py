@@ -49,6 +49,17 @@ class LabelRule:
         right = (f"{self.times:g} × {self.of}" if self.of else f"{self.value:g}")
         return f"{self.column} {self.op} {right}"
 
+    def apply(self, row: dict[str, Any]) -> float | None:
+        """The rule on one raw row of numbers (None: a source is missing), outside TensorFlow:
+        for baselines and checks that read CSV or tf.Example values."""
+        left = row.get(self.column)
+        right = row.get(self.of) if self.of else self.value
+        if left in (None, "") or right in (None, ""):
+            return None
+        left, right = float(left), float(right) * (self.times if self.of else 1.0)
+        return float({">": left > right, ">=": left >= right, "<": left < right,
+                      "<=": left <= right}[self.op])
+
 
 @dataclasses.dataclass(frozen=True)
 class Feature:
@@ -131,6 +142,21 @@ class DatasetSpec:
     @property
     def num_classes(self) -> int:
         return len(self.classes) if self.task == tasks.MULTICLASS else 1
+
+    def label_of(self, row: dict[str, Any]) -> float | None:
+        """The label of one raw row (values as text or numbers; None or '' missing), as
+        Transform makes it: the rule's 0/1, the class id, or the number. None: no label."""
+        if self.rule:
+            return self.rule.apply(row)
+        value = row.get(self.label)
+        if value in (None, ""):
+            return None
+        if self.task == tasks.REGRESSION:
+            return float(value)
+        if self.classes:
+            text = str(int(value)) if isinstance(value, int | float) else str(value)
+            return float(self.classes.index(text))
+        return float(int(float(value)))
 
     def model_outputs(self):
         """Every transformed feature the model reads, in spec order."""
