@@ -1,6 +1,7 @@
 """Bad specs and data that does not fit them stop the run before TensorFlow loads, naming the
 file, the key, the value and the expected form."""
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -11,7 +12,7 @@ import pytest
 from dataset_rows import PENGUINS, TAXI
 from pipeline import datasets
 from pipeline.pipeline_config import ConfigError, PipelineConfig
-from trainer_module.dataset_spec import from_dict
+from trainer_module.dataset_spec import DatasetSpec, Threshold, from_dict
 
 PENGUIN_SPEC = open(PENGUINS.spec_path, encoding="utf-8").read()
 TAXI_SPEC = open(TAXI.spec_path, encoding="utf-8").read()
@@ -124,10 +125,16 @@ def test_rows_without_a_label_stop_the_run_with_the_count(tmp_path):
     _dataset(tmp_path, spec, rows=rows).validate()
 
 
-def test_spec_round_trips_through_custom_config():
+def test_spec_round_trips_and_custom_config_holds_only_what_transform_and_trainer_use():
     spec = TAXI.spec
-    assert from_dict(spec.to_dict(), "custom_config", spec.name) == spec
+    assert from_dict(spec.to_dict(), "spec.toml", spec.name) == spec
     assert spec.label_sources == ("tips",)  # fare is a feature as well as the rule's base
+    passed = DatasetSpec.from_custom_config(spec.to_custom_config())
+    assert passed == dataclasses.replace(spec, thresholds=(), slices=(), train_steps=None,
+                                         per_replica_batch_size=None)
+    # A new threshold or slice changes neither Transform's nor the Trainer's cache key.
+    looser = dataclasses.replace(spec, thresholds=(Threshold("auc", 0.5, None),), slices=())
+    assert looser.to_custom_config() == spec.to_custom_config()
 
 
 def test_runner_exits_2_before_tensorflow_loads(tmp_path):

@@ -192,7 +192,10 @@ class DatasetSpec:
                 **({"training": training} if training else {})}
 
     def to_custom_config(self) -> dict[str, Any]:
-        return {CUSTOM_CONFIG_KEY: self.to_dict()}
+        """What Transform and the Trainer need: the label and the features. Thresholds, slices
+        and sizes are the Evaluator's and the runner's, so changing them re-runs neither."""
+        values = self.to_dict()
+        return {CUSTOM_CONFIG_KEY: {k: values[k] for k in ("name", "label", "features")}}
 
     @classmethod
     def from_custom_config(cls, custom_config: dict[str, Any] | None) -> "DatasetSpec":
@@ -200,7 +203,8 @@ class DatasetSpec:
         if not values:
             raise SpecError(f"custom_config has no {CUSTOM_CONFIG_KEY!r}: the pipeline passes "
                             "the dataset spec there (pipeline/dag.py)")
-        return from_dict(values, source="custom_config", name=values.get("name", ""))
+        return from_dict(values, source="custom_config", name=values.get("name", ""),
+                         evaluation=False)
 
 
 # --- parsing --------------------------------------------------------------------------------
@@ -246,13 +250,15 @@ class _Reader:
         return float(value)
 
 
-def from_dict(values: Any, source: str, name: str) -> DatasetSpec:
+def from_dict(values: Any, source: str, name: str, evaluation: bool = True) -> DatasetSpec:
     """Builds and checks a spec from its dict form (a parsed spec.toml, or custom_config).
 
     Args:
       values: the spec's tables: label, features, evaluation and optionally training.
       source: what to name in errors (the file's path).
       name: the dataset's name (its folder under schemas/).
+      evaluation: the [evaluation] table is required (False: the label and features alone,
+        as Transform and the Trainer receive them).
 
     Returns:
       The checked DatasetSpec.
@@ -289,9 +295,9 @@ def from_dict(values: Any, source: str, name: str) -> DatasetSpec:
         if f.column in (answer, column):
             raise r.fail(f"features.{f.column}", f.role,
                          "no role: it holds the label, which is absent when the model serves")
-    evaluation = r.table(values.get("evaluation"), "evaluation")
-    r.unknown(evaluation, "evaluation", ("slices", "thresholds"))
-    slices = evaluation.get("slices", [])
+    table = r.table(values.get("evaluation"), "evaluation", required=evaluation)
+    r.unknown(table, "evaluation", ("slices", "thresholds"))
+    slices = table.get("slices", [])
     if not isinstance(slices, list) or not all(isinstance(s, str) and s for s in slices):
         raise r.fail("evaluation.slices", slices, "a list of column names")
     used = {f.column for f in features if f.role != "ignore"}
@@ -299,8 +305,8 @@ def from_dict(values: Any, source: str, name: str) -> DatasetSpec:
         if s not in used:
             raise r.fail("evaluation.slices", s, "columns the model reads (a feature whose role "
                          "is not 'ignore'), so the Evaluator finds them in each example")
-    thresholds = _thresholds(r, r.table(evaluation.get("thresholds"), "evaluation.thresholds"),
-                             task)
+    thresholds = _thresholds(r, r.table(table.get("thresholds"), "evaluation.thresholds"),
+                             task) if evaluation else ()
     training = r.table(values.get("training"), "training", required=False)
     r.unknown(training, "training", TRAINING_KEYS)
     steps = {}
