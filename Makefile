@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # The tfx CLI finds its engines with `pip freeze`: the venv (with pip in it) comes first.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: venv run dataset report bench bench-quality browser test test-e2e tpu-check schema lint lock clean compile submit image image-tpu
+.PHONY: venv run dataset report bench bench-quality browser test test-e2e tpu-check schema lint lock clean clean-outputs compile submit image image-tpu
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -102,5 +102,13 @@ lint: venv
 lock: venv
 	$(BIN)/uv pip compile --python-version 3.11 --extra dev --extra report pyproject.toml -o requirements.lock
 
+# Only what can be rebuilt: compiled specs, bench work dirs, caches. Never an output dir.
 clean:
-	rm -rf output build bench/work
+	rm -rf build bench/work .pytest_cache .ruff_cache
+	find . -name __pycache__ -type d -not -path "./.venv/*" -prune -exec rm -rf {} +
+
+# An output dir's pushed models and run history cannot be rebuilt: this lists them, and deletes
+# them only with CONFIRM=1 (OUTPUT_DIR: default output/).
+clean-outputs: venv
+	$(BIN)/python -m pipeline.outputs $(if $(OUTPUT_DIR),--output-dir "$(OUTPUT_DIR)") \
+		$(if $(CONFIRM),--confirm)

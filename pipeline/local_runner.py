@@ -17,7 +17,7 @@ import logging as py_logging
 import re
 import sys
 
-from pipeline import run_lock, run_summary
+from pipeline import run_lock, run_summary, store_check
 from pipeline.env_settings import from_env
 from pipeline.pipeline_config import ConfigError, PipelineConfig
 
@@ -75,10 +75,14 @@ def main(argv: list[str]) -> int:
         return 0
     try:
         with run_lock.exclusive_run(config.output_dir):
+            store_check.check_store(config.metadata_path)
             return _run(config)
     except run_lock.RunInProgressError as e:
         print(f"error: {e}", file=sys.stderr)
         return 3
+    except ConfigError as e:  # the store: checked under the lock, before any component
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
 
 class ComponentProgress(py_logging.Handler):

@@ -23,6 +23,8 @@ DEFAULT_DATA_DIR = datasets.shipped_data_dir(DEFAULT_DATASET)
 # Kubeflow Pipelines / Vertex AI accept only these names.
 PIPELINE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,127}$")
 PIPELINE_NAME_SUFFIX = "-tpu"
+# Under the output dir: artifacts, the ML Metadata store, pushed models.
+PIPELINE_ROOT_DIR, METADATA_FILE, SERVING_DIR = "pipeline_root", "metadata/metadata.db", "serving_model"
 
 __all__ = ["REPO_ROOT", "ConfigError", "PipelineConfig", "is_remote"]  # what runners import
 
@@ -98,15 +100,17 @@ class PipelineConfig:
 
     @property
     def pipeline_root(self) -> str:
-        return os.path.join(self.output_dir, "pipeline_root")
+        return os.path.join(self.output_dir, PIPELINE_ROOT_DIR)
 
     @property
     def metadata_path(self) -> str:
-        return os.path.join(self.output_dir, "metadata", "metadata.db")
+        return os.path.join(self.output_dir, METADATA_FILE)
 
     @property
     def serving_model_dir(self) -> str:
-        return os.path.join(self.output_dir, "serving_model")
+        """Each pipeline (each dataset) pushes into its own folder: models of two datasets
+        sharing an output dir never land side by side."""
+        return os.path.join(self.output_dir, SERVING_DIR, self.pipeline_name)
 
     def validate(self) -> "PipelineConfig":
         """Raises ConfigError for the first bad setting; returns self when all are good."""

@@ -93,7 +93,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     _write_csv(data_dir / "trips.csv", TAXI.read_rows(4000))
     output = tmp_path / "out"
     metadata = str(output / "metadata" / "metadata.db")
-    serving = output / "serving_model"
+    serving = output / "serving_model" / "taxi-tpu"
     rows = TAXI.read_rows(20)
 
     # 1. First run: every component executes; the model is blessed and pushed.
@@ -316,8 +316,9 @@ def test_tfx_cli_creates_and_runs_the_pipeline_on_another_data_dir(tmp_path):
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     states = mlmd_records.execution_states(str(output / "metadata" / "metadata.db"))
     assert set(states) == NODES and set(states.values()) == {"COMPLETE"}, states
-    [version] = os.listdir(output / "serving_model")
-    assert _serve(output / "serving_model" / version, TAXI.read_rows(3)).shape == (3, 1)
+    [version] = os.listdir(output / "serving_model" / "taxi-tpu")
+    assert _serve(output / "serving_model" / "taxi-tpu" / version,
+                  TAXI.read_rows(3)).shape == (3, 1)
 
 
 
@@ -332,9 +333,9 @@ def test_shipped_penguins_run_end_to_end_as_a_multiclass_task(tmp_path):
     assert mlmd_records.store(metadata).get_context_by_type_and_name("pipeline", "penguins-tpu")
     assert mlmd_records.latest_run(metadata).states == dict.fromkeys(NODES, "COMPLETE")
     assert "Blessed: yes" in result.stdout, result.stdout[-3000:]
-    [version] = os.listdir(output / "serving_model")
+    [version] = os.listdir(output / "serving_model" / "penguins-tpu")
     rows = PENGUINS.read_rows()[::7]
-    outputs = _serve_outputs(output / "serving_model" / version, rows, PENGUINS)
+    outputs = _serve_outputs(output / "serving_model" / "penguins-tpu" / version, rows, PENGUINS)
     assert outputs["scores"].shape == (len(rows), 3)
     assert [c.decode() for c in outputs["classes"][0]] == ["Adelie", "Chinstrap", "Gentoo"]
     assert PENGUINS.quality(outputs, rows) > 0.9
@@ -383,8 +384,8 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     assert "Blessed: yes" in result.stdout, result.stdout[-3000:]
     birds = DatasetRows(str(folder), str(data_dir / "birds.csv"))
     rows = [r for r in birds.read_rows() if r["body_mass_g"]]
-    [version] = os.listdir(output / "serving_model")
-    outputs = _serve_outputs(output / "serving_model" / version, rows, birds)
+    [version] = os.listdir(output / "serving_model" / "bird-mass-tpu")
+    outputs = _serve_outputs(output / "serving_model" / "bird-mass-tpu" / version, rows, birds)
     assert outputs["predictions"].shape == (len(rows), 1)
     spread = float(np.std([float(r["body_mass_g"]) for r in rows]))
     assert birds.quality(outputs, rows) < 0.6 * spread  # grams, far better than the mean
