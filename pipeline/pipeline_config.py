@@ -24,7 +24,9 @@ DEFAULT_DATA_DIR = datasets.shipped_data_dir(DEFAULT_DATASET)
 PIPELINE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,127}$")
 PIPELINE_NAME_SUFFIX = "-tpu"
 # Under the output dir: artifacts, the ML Metadata store, pushed models.
-PIPELINE_ROOT_DIR, METADATA_FILE, SERVING_DIR = "pipeline_root", "metadata/metadata.db", "serving_model"
+PIPELINE_ROOT_DIR = "pipeline_root"
+METADATA_FILE = os.path.join("metadata", "metadata.db")
+SERVING_DIR = "serving_model"
 
 __all__ = ["REPO_ROOT", "ConfigError", "PipelineConfig", "is_remote"]  # what runners import
 
