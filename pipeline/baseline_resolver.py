@@ -6,12 +6,14 @@ baseline (the cached candidate), so the Evaluator runs again and the Pusher push
 model as a new version. Resolving the baseline relative to the candidate (blessed models with a
 smaller MLMD id, i.e. registered before it) gives the Evaluator the same inputs on every rerun:
 everything is served from the cache, and a new model is still compared with the last blessed
-one before it.
+one before it. A blessed model trained for another label or feature set is no baseline: it is
+skipped, with the reason (pipeline/baselines.py).
 
 Kubeflow Pipelines v2 and Vertex compile only TFX's built-in resolver strategies; runners for
 them use LatestBlessedModelStrategy.
 """
 
+from absl import logging
 from tfx import types
 from tfx.components.evaluator import constants as evaluator_constants
 from tfx.dsl.components.common.resolver import Resolver, ResolverStrategy
@@ -21,7 +23,7 @@ from tfx.dsl.input_resolution.strategies.latest_blessed_model_strategy import (
 from tfx.types import standard_artifacts
 from tfx.types.channel import Channel
 
-from pipeline import names
+from pipeline import baselines, names
 
 MODEL_KEY = "model"
 BLESSING_KEY = "model_blessing"
@@ -29,7 +31,8 @@ CANDIDATE_KEY = "candidate"
 
 
 class BlessedBeforeCandidateStrategy(ResolverStrategy):
-    """Newest blessed Model whose id is below the candidate's, with its ModelBlessing."""
+    """Newest blessed Model whose id is below the candidate's, with its ModelBlessing, when it
+    was trained for the same label and features (pipeline/baselines.py); else none."""
 
     def resolve_artifacts(
         self, store, input_dict: dict[str, list[types.Artifact]]
@@ -38,18 +41,19 @@ class BlessedBeforeCandidateStrategy(ResolverStrategy):
         result = {MODEL_KEY: [], BLESSING_KEY: [], CANDIDATE_KEY: list(candidates)}
         if not candidates:
             return result
-        newest_candidate = max(a.id for a in candidates)
         blessed_by_model = {
             b.get_int_custom_property(evaluator_constants.ARTIFACT_PROPERTY_CURRENT_MODEL_ID_KEY): b
             for b in input_dict.get(BLESSING_KEY, [])
             if b.get_int_custom_property(evaluator_constants.ARTIFACT_PROPERTY_BLESSED_KEY) == 1
         }
-        older_blessed = [m for m in input_dict.get(MODEL_KEY, [])
-                         if m.id < newest_candidate and m.id in blessed_by_model]
-        if older_blessed:
-            baseline = max(older_blessed, key=lambda m: m.id)
-            result[MODEL_KEY] = [baseline]
-            result[BLESSING_KEY] = [blessed_by_model[baseline.id]]
+        models = {m.id: m for m in input_dict.get(MODEL_KEY, []) if m.id in blessed_by_model}
+        baseline, skipped = baselines.comparable_baseline(
+            store, max(a.id for a in candidates), set(models))
+        if skipped:
+            logging.warning("Baseline skipped: %s", skipped)
+        if baseline is not None:
+            result[MODEL_KEY] = [models[baseline]]
+            result[BLESSING_KEY] = [blessed_by_model[baseline]]
         return result
 
 

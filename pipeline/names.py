@@ -33,9 +33,11 @@ PUSHED_MODEL = "pushed_model"
 
 # Custom properties.
 BLESSED = "blessed"  # ModelBlessing: 1 blessed, 0 not
+CURRENT_MODEL_ID = "current_model_id"  # ModelBlessing: the id of the model it judged
 PUSHED = "pushed"  # PushedModel: 1 pushed, 0 not
 PUSHED_DESTINATION = "pushed_destination"  # PushedModel: where the version went
 PUSHED_VERSION = "pushed_version"  # PushedModel: the version's folder name
 
 # Execution properties.
 PUSH_DESTINATION = "push_destination"  # Pusher: the PushDestination proto, as JSON
+CUSTOM_CONFIG = "custom_config"  # Transform, Trainer: their custom_config, as JSON

@@ -300,6 +300,8 @@ def _blessing_section(data: ReportData) -> str:
         return ('<p id="blessing">Not evaluated: the Evaluator did not run in this run '
                 f'(stopped at {_e(", ".join(summary.failed_nodes) or "an earlier component")}).'
                 "</p>")
+    skipped = (f'<p id="baseline">Baseline: skipped — {_e(summary.baseline_skipped)}.</p>'
+               if summary.baseline_skipped else "")
     if summary.blessed:
         verdict = "<p id=\"blessing\" class=\"ok\">Blessed: yes — every threshold passed.</p>"
     else:
@@ -309,8 +311,8 @@ def _blessing_section(data: ReportData) -> str:
     rows = [[t.metric, t.slice, t.rule,
              _num(t.value) if t.value is not None else "no baseline yet: not checked",
              {True: "pass", False: "FAIL", None: "—"}[t.passed]] for t in evaluation.thresholds]
-    return verdict + _table("thresholds", ["metric", "slice", "threshold", "value", "result"],
-                            rows)
+    return verdict + skipped + _table("thresholds", ["metric", "slice", "threshold", "value",
+                                                     "result"], rows)
 
 
 def _push_section(data: ReportData) -> str:

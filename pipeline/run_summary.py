@@ -11,7 +11,7 @@ import os
 import ml_metadata as mlmd
 from ml_metadata.proto import metadata_store_pb2
 
-from pipeline import eval_results, names
+from pipeline import baselines, eval_results, names
 
 _STATE_NAMES = {v: k for k, v in metadata_store_pb2.Execution.State.items()}
 OK_STATES = ("COMPLETE", "CACHED")
@@ -29,6 +29,7 @@ class NodeRun:
 class RunSummary:
     run_id: str
     nodes: dict[str, NodeRun]
+    baseline_skipped: str | None = None  # why the last blessed model was not the baseline
 
     @property
     def succeeded(self) -> bool:
@@ -122,7 +123,15 @@ def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary | None:
         )
         nodes[node_id] = NodeRun(node_id, _STATE_NAMES.get(execution.last_known_state, "UNKNOWN"),
                                  seconds, outputs)
-    return RunSummary(run.name, nodes)
+    summary = RunSummary(run.name, nodes)
+    candidate = summary.output(names.TRAINER, names.MODEL)
+    if candidate is not None and names.EVALUATOR in nodes:
+        blessing_type = store.get_artifact_type("ModelBlessing")
+        blessings = [a for a in store.get_artifacts_by_context(pipeline_ctx.id)
+                     if a.type_id == blessing_type.id]
+        _, summary.baseline_skipped = baselines.comparable_baseline(
+            store, candidate.id, baselines.blessed_model_ids(blessings))
+    return summary
 
 
 def format_summary(summary: RunSummary) -> str:
@@ -135,6 +144,8 @@ def format_summary(summary: RunSummary) -> str:
         shown = ", ".join(f"{k}={v:.4f}" for k, v in sorted(metrics.items())
                           if not k.endswith("_diff") and k != "example_count")
         lines.append(f"Eval metrics: {shown}  ({summary.evaluation_uri})")
+    if summary.baseline_skipped:
+        lines.append(f"Baseline: skipped — {summary.baseline_skipped}")
     if summary.blessed:
         lines.append("Blessed: yes")
     elif summary.blessed is False:

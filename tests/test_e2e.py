@@ -392,3 +392,67 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     page = report_page.render(output / "report" / "index.html")
     dropped = re.findall(r"Split (\w+): (\d+) row\(s\) without a value in body_mass_g", page.text)
     assert sum(int(n) for _, n in dropped) == 2, page.text  # the two unlabelled rows
+
+
+def test_two_datasets_share_an_output_dir_without_cross_talk(tmp_path):
+    """taxi, then penguins, then taxi again into one OUTPUT_DIR: each pipeline keeps its own
+    serving dir and history; then taxi with another feature set skips the incomparable
+    baseline, visibly, and the value thresholds alone decide."""
+    data_dir = tmp_path / "trips"
+    data_dir.mkdir()
+    _write_csv(data_dir / "trips.csv", TAXI.read_rows(4000))
+    output = tmp_path / "out"
+    metadata = str(output / "metadata" / "metadata.db")
+    taxi_dir, penguins_dir = output / "serving_model" / "taxi-tpu", output / "serving_model" / (
+        "penguins-tpu")
+
+    def run(*args: str, **env) -> subprocess.CompletedProcess:
+        result = subprocess.run([sys.executable, RUNNER, "--output-dir", str(output), *args],
+                                env=_env(output, **env), capture_output=True, text=True,
+                                timeout=900)
+        assert result.returncode == 0, result.stderr[-4000:]
+        return result
+
+    run("--data-dir", str(data_dir))
+    taxi_served = _tree(taxi_dir)
+    assert len(os.listdir(taxi_dir)) == 1
+
+    penguins = run("--dataset", "penguins", TRAIN_STEPS="")
+    assert mlmd_records.latest_run(metadata).states == dict.fromkeys(NODES, "COMPLETE")
+    assert len(os.listdir(penguins_dir)) == 1 and _tree(taxi_dir) == taxi_served
+    assert "Baseline: skipped" not in penguins.stdout
+    # The penguins' Evaluator had no baseline at all: taxi's blessed model is not theirs.
+    store = mlmd_records.store(metadata)
+    [evaluation] = [a for a in store.get_artifacts_by_type("ModelEvaluation")
+                    if a.id == max(e.id for e in store.get_artifacts_by_type("ModelEvaluation"))]
+    assert "_diff" not in " ".join(_overall_metric_names(evaluation.uri))
+
+    again = run("--data-dir", str(data_dir))
+    assert mlmd_records.latest_run(metadata).states == {
+        **dict.fromkeys(NODES, "CACHED"), "baseline_resolver": "COMPLETE"}
+    assert _tree(taxi_dir) == taxi_served and len(os.listdir(penguins_dir)) == 1
+    assert "Baseline: skipped" not in again.stdout
+
+    # The same pipeline with trip_seconds z-scored instead of logged: another model contract.
+    changed = tmp_path / "taxi-v2"
+    shutil.copytree(os.path.join(REPO_ROOT, "schemas", "taxi"), changed)
+    spec = (changed / "spec.toml").read_text()
+    (changed / "spec.toml").write_text(spec.replace('trip_seconds = "log_zscore"',
+                                                    'trip_seconds = "zscore"'))
+    result = run("--dataset", str(changed), "--data-dir", str(data_dir),
+                 PIPELINE_NAME="taxi-tpu")
+    assert re.search(r"Baseline: skipped — the last blessed model \(artifact \d+\) was trained "
+                     r"for another dataset spec \(features with other roles: trip_seconds\): "
+                     r"the change thresholds were not applied", result.stdout), result.stdout
+    assert "Blessed: yes" in result.stdout
+    assert len(os.listdir(taxi_dir)) == 2 and len(os.listdir(penguins_dir)) == 1
+    page = report_page.render(output / "report" / "index.html")
+    assert page.elements["baseline"].startswith("Baseline: skipped — the last blessed model")
+
+
+def _overall_metric_names(evaluation_uri: str) -> list[str]:
+    import tensorflow_model_analysis as tfma
+
+    result = tfma.load_eval_result(evaluation_uri)
+    [overall] = [m[""][""] for key, m in result.slicing_metrics if key == ()]
+    return list(overall)
