@@ -423,8 +423,7 @@ def test_two_datasets_share_an_output_dir_without_cross_talk(tmp_path):
     assert "Baseline: skipped" not in penguins.stdout
     # The penguins' Evaluator had no baseline at all: taxi's blessed model is not theirs.
     store = mlmd_records.store(metadata)
-    [evaluation] = [a for a in store.get_artifacts_by_type("ModelEvaluation")
-                    if a.id == max(e.id for e in store.get_artifacts_by_type("ModelEvaluation"))]
+    evaluation = max(store.get_artifacts_by_type("ModelEvaluation"), key=lambda a: a.id)
     assert "_diff" not in " ".join(_overall_metric_names(evaluation.uri))
 
     again = run("--data-dir", str(data_dir))
