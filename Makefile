@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # The tfx CLI finds its engines with `pip freeze`: the venv (with pip in it) comes first.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: venv run dataset report bench bench-quality browser test test-e2e tpu-check schema lint lock clean clean-outputs compile submit image image-tpu
+.PHONY: venv run dataset report bench bench-quality figures browser test test-e2e tpu-check schema lint lock clean clean-outputs compile submit image image-tpu
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ bench: venv
 # HistGradientBoosting on the same train/eval rows; make bench does it too.
 bench-quality: venv
 	$(BIN)/python -m bench.quality --update-readme
+
+# The times the README quotes (a fresh run, the cached rerun, a bad setting; TESTS=1: make test
+# as well), measured on this machine and written into the README.
+figures: venv
+	$(BIN)/python -m bench.figures --update-readme $(if $(TESTS),--tests)
 
 # The report test opens pages in headless Chromium through ChromeDriver (Debian packages).
 browser:

@@ -157,7 +157,8 @@ def markdown(compared: list[dict]) -> str:
 
 def publish(compared: list[dict], results_dir: str, readme: str | None) -> None:
     import json
-    import re
+
+    from bench import results
 
     os.makedirs(results_dir, exist_ok=True)
     with open(os.path.join(results_dir, "quality.json"), "w", encoding="utf-8") as f:
@@ -166,14 +167,7 @@ def publish(compared: list[dict], results_dir: str, readme: str | None) -> None:
     with open(os.path.join(results_dir, "quality.md"), "w", encoding="utf-8") as f:
         f.write(table + "\n")
     if readme:
-        with open(readme, encoding="utf-8") as f:
-            text = f.read()
-        new, count = re.subn(re.escape(README_BEGIN) + r".*?" + re.escape(README_END),
-                             lambda _: f"{README_BEGIN}\n{table}\n{README_END}", text, flags=re.S)
-        if count != 1:
-            raise ValueError(f"{readme}: expected one {README_BEGIN} … {README_END} block")
-        with open(readme, "w", encoding="utf-8") as f:
-            f.write(new)
+        results.replace_block(readme, README_BEGIN, README_END, table)
 
 
 def main(argv: list[str]) -> int:

@@ -6,6 +6,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import textwrap
 
 LIBRARIES = ("tfx", "tensorflow", "tensorflow-transform", "tfx-bsl", "apache-beam",
@@ -58,7 +59,9 @@ def markdown(result: dict) -> str:
     m, v = result["machine"], result["versions"]
     lines = [
         f"Measured {result['measured_at']} on {m['cpu']}, {m['cores']} cores, "
-        f"{m['memory_gib']} GiB; " + ", ".join(f"{k} {v[k]}" for k in v) + ".",
+        f"{m['memory_gib']} GiB; " + ", ".join(f"{k} {v[k]}" for k in v) + "."
+        + (f" The bench took {result['bench_seconds'] / 60:.0f} min."
+           if "bench_seconds" in result else ""),
         "",
     ]
     if "input" in result:
@@ -210,3 +213,15 @@ def write(result: dict, results_dir: str) -> list[str]:
         f.write(markdown(result) + "\n")
     chart(result, paths[2])
     return paths
+
+
+def replace_block(readme: str, begin: str, end: str, text: str) -> None:
+    """Replaces what stands between the markers `begin` and `end` in the README with `text`."""
+    with open(readme, encoding="utf-8") as f:
+        content = f.read()
+    new, count = re.subn(re.escape(begin) + r".*?" + re.escape(end),
+                         lambda _: f"{begin}\n{text}\n{end}", content, flags=re.S)
+    if count != 1:
+        raise ValueError(f"{readme}: expected one {begin} … {end} block")
+    with open(readme, "w", encoding="utf-8") as f:
+        f.write(new)

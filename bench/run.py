@@ -12,7 +12,6 @@ import dataclasses
 import glob
 import json
 import os
-import re
 import shutil
 import sys
 import time
@@ -150,15 +149,7 @@ def measure(graph_dir: str, files: list[str], config, spec, repetitions: int,
 
 
 def update_readme(markdown: str, readme: str = README) -> None:
-    with open(readme, encoding="utf-8") as f:
-        text = f.read()
-    block = f"{README_BEGIN}\n{markdown}\n{README_END}"
-    new, count = re.subn(re.escape(README_BEGIN) + r".*?" + re.escape(README_END),
-                         lambda _: block, text, flags=re.S)
-    if count != 1:
-        raise ValueError(f"{readme}: expected one {README_BEGIN} … {README_END} block")
-    with open(readme, "w", encoding="utf-8") as f:
-        f.write(new)
+    results.replace_block(readme, README_BEGIN, README_END, markdown)
 
 
 def main(argv: list[str]) -> int:
@@ -193,6 +184,7 @@ def main(argv: list[str]) -> int:
                      "or pass --no-anchor")
 
     result = results.stamp()
+    started = time.monotonic()
     runs = run_scales(scales, args.train_steps)
     result["scale"] = [{"label": _scale_label(t), "rows": r.rows, "train_steps": r.train_steps,
                         "component_seconds": r.component_seconds, "seconds": r.seconds,
@@ -214,6 +206,7 @@ def main(argv: list[str]) -> int:
     result["input"], result["fit"] = measure(graph_dir, files, TrainerConfig(),
                                              PipelineConfig().dataset_spec(), args.repetitions,
                                              args.fit_steps)
+    result["bench_seconds"] = time.monotonic() - started
     return _publish(result, args.results_dir, args.update_readme)
 
 

@@ -116,3 +116,21 @@ def test_readme_table_is_replaced_between_its_markers(tmp_path):
     readme.write_text("no markers\n")
     with pytest.raises(ValueError, match="expected one"):
         bench_run.update_readme("x", str(readme))
+
+
+def test_figures_table_names_each_command_and_replaces_its_readme_block(tmp_path):
+    from bench import figures
+
+    measured = {**results.stamp(),
+                "first_run": {"seconds": 61.23, "summary": "Run 1:\n  Trainer  COMPLETE  9.0 s"},
+                "cached_rerun": {"seconds": 18.04, "cached_components": 10},
+                "bad_setting": {"seconds": 0.61, "exit_code": 2}}
+    text = figures.markdown(measured)
+    assert "| `make run` on the shipped taxi data, fresh output dir | 61.2 |" in text
+    assert "every component CACHED: 10 of them) | 18.0 |" in text
+    assert "| a run stopped by a bad setting (exit 2) | 0.6 |" in text
+    assert "Trainer  COMPLETE  9.0 s" in text and "make_test" not in text
+    readme = tmp_path / "README.md"
+    readme.write_text(f"a\n{figures.README_BEGIN}\nold\n{figures.README_END}\nb\n")
+    results.replace_block(str(readme), figures.README_BEGIN, figures.README_END, text)
+    assert readme.read_text() == f"a\n{figures.README_BEGIN}\n{text}\n{figures.README_END}\nb\n"
