@@ -43,8 +43,9 @@ def measure(with_tests: bool) -> dict:
         figures["first_run"] = {"seconds": seconds, "summary": re.sub(
             r"Run report: .*", "Run report: output/report/index.html", summary).strip()}
         seconds, out, code = _timed(runner)
-        cached = out.count(" CACHED ")
-        figures["cached_rerun"] = {"seconds": seconds, "cached_components": cached}
+        states = re.findall(r"^  \S+ +(COMPLETE|CACHED|FAILED|RUNNING|CANCELED) ", out, re.M)
+        figures["cached_rerun"] = {"seconds": seconds, "cached_components": states.count("CACHED"),
+                                   "components": len(states)}
         seconds, _, code = _timed(runner, {"PIPELINE_NAME": "Bad_Name"})
         figures["bad_setting"] = {"seconds": seconds, "exit_code": code}
     if with_tests:
@@ -57,9 +58,9 @@ def markdown(figures: dict) -> str:
     m = figures["machine"]
     rows = [
         ("`make run` on the shipped taxi data, fresh output dir", figures["first_run"]["seconds"]),
-        (f"the same command again (every component CACHED: "
-         f"{figures['cached_rerun']['cached_components']} of them)",
-         figures["cached_rerun"]["seconds"]),
+        (f"the same command again ({figures['cached_rerun']['cached_components']} of "
+         f"{figures['cached_rerun']['components']} components CACHED; the baseline lookup "
+         "always runs)", figures["cached_rerun"]["seconds"]),
         (f"a run stopped by a bad setting (exit {figures['bad_setting']['exit_code']})",
          figures["bad_setting"]["seconds"]),
     ]
