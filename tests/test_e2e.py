@@ -440,9 +440,13 @@ def test_two_datasets_share_an_output_dir_without_cross_talk(tmp_path):
                                                     'trip_seconds = "zscore"'))
     result = run("--dataset", str(changed), "--data-dir", str(data_dir),
                  PIPELINE_NAME="taxi-tpu")
-    assert re.search(r"Baseline: skipped — the last blessed model \(artifact \d+\) was trained "
-                     r"for another dataset spec \(features with other roles: trip_seconds\): "
-                     r"the change thresholds were not applied", result.stdout), result.stdout
+    skipped = re.search(r"Baseline: skipped — the last blessed model \(artifact (\d+)\) was "
+                        r"trained for another dataset spec \(features with other roles: "
+                        r"trip_seconds\): the change thresholds were not applied", result.stdout)
+    assert skipped, result.stdout
+    # The skipped baseline is taxi's first model, the first Model artifact in the store.
+    models = sorted(a.id for a in store.get_artifacts_by_type("Model"))
+    assert int(skipped.group(1)) == models[0]
     assert "Blessed: yes" in result.stdout
     assert len(os.listdir(taxi_dir)) == 2 and len(os.listdir(penguins_dir)) == 1
     page = report_page.render(output / "report" / "index.html")
