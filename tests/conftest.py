@@ -122,6 +122,19 @@ def fare_data(tmp_path_factory) -> TransformedData:
     return make_transformed(fare_dataset(folder), os.path.join(folder, "tft"), 1500, 1000)
 
 
+def tree_hashes(directory) -> dict[str, str]:
+    """relative path → sha256 of every file under `directory` ({} if it does not exist)."""
+    import hashlib
+
+    hashes = {}
+    for root, _, files in os.walk(directory):
+        for name in files:
+            path = os.path.join(root, name)
+            with open(path, "rb") as f:
+                hashes[os.path.relpath(path, directory)] = hashlib.sha256(f.read()).hexdigest()
+    return hashes
+
+
 TASK_FIXTURES = ("transformed_data", "penguins_data", "fare_data")
 
 

@@ -6,7 +6,6 @@ pushed SavedModel answering raw tf.Examples.
 
 import csv
 import glob
-import hashlib
 import os
 import re
 import shutil
@@ -23,6 +22,7 @@ from ml_metadata.proto import metadata_store_pb2
 
 import mlmd_records
 import report_page
+from conftest import tree_hashes
 from dataset_rows import PENGUINS, TAXI, DatasetRows
 from pipeline.pipeline_config import REPO_ROOT
 
@@ -46,17 +46,6 @@ def _env(output_dir, **extra) -> dict[str, str]:
            "MIN_EVAL_ACCURACY": "0.5", "TF_CPP_MIN_LOG_LEVEL": "2", **extra}
     env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
     return env
-
-
-def _tree(directory) -> dict[str, str]:
-    """relative path → sha256 of every file under `directory` ({} if it does not exist)."""
-    hashes = {}
-    for root, _, files in os.walk(directory):
-        for name in files:
-            path = os.path.join(root, name)
-            with open(path, "rb") as f:
-                hashes[os.path.relpath(path, directory)] = hashlib.sha256(f.read()).hexdigest()
-    return hashes
 
 
 def _serve_outputs(model_dir, rows: list[dict[str, str]], dataset: DatasetRows = TAXI) -> dict:
@@ -109,7 +98,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     assert probabilities.shape == (20, 1)
     assert np.all((probabilities >= 0) & (probabilities <= 1))
     assert len(np.unique(probabilities.round(6))) > 1  # a trained model, not a constant
-    served = _tree(serving)
+    served = tree_hashes(serving)
     artifacts = len(mlmd_records.store(metadata).get_artifacts())
     _check_report_of_a_pushed_run(output, first, serving / version)
 
@@ -120,7 +109,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     assert rerun.states == {**dict.fromkeys(NODES, "CACHED"), "baseline_resolver": "COMPLETE"}
     assert len(mlmd_records.store(metadata).get_artifacts()) == artifacts
     assert rerun.span_seconds < 0.2 * first.component_seconds, (rerun, first)
-    assert _tree(serving) == served
+    assert tree_hashes(serving) == served
 
     # 3. Only a training setting changes, to a model worse than the served one: the DAG
     #    re-executes from the Trainer on; the model is not blessed, not pushed, and the run
@@ -131,7 +120,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     assert "Blessed: no" in result.stdout
     assert "overall: binary_accuracy changed by -" in result.stdout
     assert "Pushed model: none" in result.stdout
-    assert _tree(serving) == served
+    assert tree_hashes(serving) == served
     page = report_page.render(output / "report" / "index.html")
     assert page.elements["blessing"].startswith("Blessed: no")
     assert "overall: binary_accuracy changed by -" in page.elements["why-not-blessed"]
@@ -154,7 +143,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     killed = mlmd_records.latest_run(metadata)
     assert killed.states == {**dict.fromkeys(DATA_DEPENDENT, "COMPLETE"),
                              "ImportSchemaGen": "CACHED", "Trainer": "RUNNING"}
-    assert _tree(serving) == served
+    assert tree_hashes(serving) == served
 
     # 5. The rerun after the kill reuses what the killed run finished, retrains, and pushes
     #    a complete new version next to the old one. (Any accuracy change is allowed here:
@@ -165,13 +154,13 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     assert mlmd_records.latest_run(metadata).states == FROM_TRAINER_ON
     new_versions = sorted(set(os.listdir(serving)) - {version})
     assert len(new_versions) == 1, os.listdir(serving)
-    assert {k: v for k, v in _tree(serving).items() if k.startswith(version)} == served
+    assert {k: v for k, v in tree_hashes(serving).items() if k.startswith(version)} == served
     assert _serve(serving / new_versions[0], rows).shape == (20, 1)
     assert not os.path.exists(str(serving) + ".staging")
     _assert_store_consistent(metadata)
 
     # 6. Bad data: the AnomalyGate fails the run and the serving dir keeps exactly its files.
-    served = _tree(serving)
+    served = tree_hashes(serving)
     bad = TAXI.read_rows(2000)
     for row in bad[:100]:
         row["tips"] = "-1.5"
@@ -182,7 +171,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     states = mlmd_records.latest_run(metadata).states
     assert states["CsvExampleGen"] == "COMPLETE" and states["AnomalyGate"] == "FAILED", states
     assert not {"Transform", "Trainer", "Evaluator", "Pusher"} & set(states), states
-    assert _tree(serving) == served
+    assert tree_hashes(serving) == served
     page = report_page.render(output / "report" / "index.html")
     assert "FAILED at AnomalyGate" in page.elements["status"]
     assert "[train] tips: Out-of-range values" in page.elements["anomalies"]
@@ -414,12 +403,12 @@ def test_two_datasets_share_an_output_dir_without_cross_talk(tmp_path):
         return result
 
     run("--data-dir", str(data_dir))
-    taxi_served = _tree(taxi_dir)
+    taxi_served = tree_hashes(taxi_dir)
     assert len(os.listdir(taxi_dir)) == 1
 
     penguins = run("--dataset", "penguins", TRAIN_STEPS="")
     assert mlmd_records.latest_run(metadata).states == dict.fromkeys(NODES, "COMPLETE")
-    assert len(os.listdir(penguins_dir)) == 1 and _tree(taxi_dir) == taxi_served
+    assert len(os.listdir(penguins_dir)) == 1 and tree_hashes(taxi_dir) == taxi_served
     assert "Baseline: skipped" not in penguins.stdout
     # The penguins' Evaluator had no baseline at all: taxi's blessed model is not theirs.
     store = mlmd_records.store(metadata)
@@ -429,7 +418,7 @@ def test_two_datasets_share_an_output_dir_without_cross_talk(tmp_path):
     again = run("--data-dir", str(data_dir))
     assert mlmd_records.latest_run(metadata).states == {
         **dict.fromkeys(NODES, "CACHED"), "baseline_resolver": "COMPLETE"}
-    assert _tree(taxi_dir) == taxi_served and len(os.listdir(penguins_dir)) == 1
+    assert tree_hashes(taxi_dir) == taxi_served and len(os.listdir(penguins_dir)) == 1
     assert "Baseline: skipped" not in again.stdout
 
     # The same pipeline with trip_seconds z-scored instead of logged: another model contract.

@@ -1,24 +1,14 @@
 """Nothing in the Makefile destroys pushed models or run history unless the user says so."""
 
-import hashlib
 import os
 import shutil
 import subprocess
 
 from ml_metadata.proto import metadata_store_pb2
 
+from conftest import tree_hashes
 from pipeline import outputs, run_summary
 from pipeline.pipeline_config import REPO_ROOT
-
-
-def _tree(directory) -> dict[str, str]:
-    hashes = {}
-    for root, _, files in os.walk(directory):
-        for name in files:
-            path = os.path.join(root, name)
-            with open(path, "rb") as f:
-                hashes[os.path.relpath(path, directory)] = hashlib.sha256(f.read()).hexdigest()
-    return hashes
 
 
 def _output_dir(path) -> str:
@@ -43,27 +33,27 @@ def test_make_clean_leaves_outputs_byte_identical(tmp_path):
     rebuildable folders beside it."""
     shutil.copy(os.path.join(REPO_ROOT, "Makefile"), tmp_path / "Makefile")
     output = _output_dir(tmp_path / "output")
-    before = _tree(output)
+    before = tree_hashes(output)
     for rebuildable in ("build", "bench/work/data_1x", "pipeline/__pycache__"):
         (tmp_path / rebuildable).mkdir(parents=True)
         (tmp_path / rebuildable / "x").write_text("x")
     result = subprocess.run(["make", "clean"], cwd=tmp_path, capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 0, result.stderr
-    assert _tree(output) == before and before
+    assert tree_hashes(output) == before and before
     assert not any((tmp_path / p).exists() for p in ("build", "bench/work", "pipeline/__pycache__"))
 
 
 def test_clean_outputs_lists_and_deletes_only_when_confirmed(tmp_path, capsys):
     output = _output_dir(tmp_path / "out")
-    before = _tree(output)
+    before = tree_hashes(output)
     assert outputs.main(["--output-dir", output]) == 0
     said = capsys.readouterr().out
     assert "pushed models of taxi-tpu: 1 version(s) 1700000001" in said
     assert "pushed models of penguins-tpu: 1 version(s) 1700000002" in said
     assert "the run history of penguins-tpu, taxi-tpu" in said
     assert "Nothing was deleted" in said and "CONFIRM=1" in said
-    assert _tree(output) == before
+    assert tree_hashes(output) == before
 
     assert outputs.main(["--output-dir", output, "--confirm"]) == 0
     assert f"Deleted {output}" in capsys.readouterr().out
