@@ -34,3 +34,19 @@ def test_transformed_outputs_are_named_once():
     outputs = [o.name for o in TAXI.spec.model_outputs()]
     assert len(outputs) == len(set(outputs))
     assert TAXI.spec.label_key not in outputs
+
+
+def test_the_three_task_datasets_cover_every_role_on_every_type_it_reads(tmp_path):
+    """The per-task tests (XLA compile, 8 replicas, bf16 export) then exercise every kind."""
+    from tensorflow_metadata.proto.v0 import schema_pb2
+
+    from dataset_rows import fare_dataset
+    from trainer_module.features import KINDS
+
+    covered = set()
+    for dataset in (TAXI, PENGUINS, fare_dataset(str(tmp_path))):
+        types = {f.name: schema_pb2.FeatureType.Name(f.type) for f in dataset.schema.feature}
+        covered |= {(f.role, types[f.column]) for f in dataset.spec.features}
+    expected = {(name, t) for name, kind in KINDS.items() if name != "ignore"
+                for t in kind.types}
+    assert expected <= covered, expected - covered
