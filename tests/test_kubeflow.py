@@ -88,7 +88,8 @@ def test_compiled_spec_holds_every_component_with_its_dependencies(cloud_env, tm
     # gs:// has no atomic rename: TFX's own Pusher (saved_model.pb copied last).
     assert "tfx.components.pusher.executor.Executor" in _executor(spec, "Pusher")["args"]
     push = json.loads(_parameter(spec, "Pusher", "push_destination"))
-    assert push["filesystem"]["base_directory"] == "gs://my-ml-bucket/taxi-tpu/serving_model"
+    assert (push["filesystem"]["base_directory"]
+            == "gs://my-ml-bucket/taxi-tpu/serving_model/taxi-tpu")
     # No TPU configured: the Trainer runs run_fn in the pipeline's own container.
     assert "tfx.components.trainer.executor.GenericExecutor" in _executor(spec, "Trainer")["args"]
 
