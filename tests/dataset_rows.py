@@ -7,6 +7,7 @@ fare) beside a copy of taxi's schema, the way a user's own dataset folder looks.
 
 import csv
 import dataclasses
+import functools
 import os
 import shutil
 
@@ -27,26 +28,35 @@ class DatasetRows:
     def spec_path(self) -> str:
         return os.path.join(datasets.dataset_dir(self.dataset), datasets.SPEC_FILE)
 
+    @functools.cached_property
+    def _loaded(self) -> tuple[DatasetSpec, schema_pb2.Schema]:
+        """Read once per object: row helpers ask for types on every row."""
+        return datasets.load_spec(self.dataset)
+
     @property
     def spec(self) -> DatasetSpec:
-        return datasets.load_spec(self.dataset)[0]
+        return self._loaded[0]
 
     @property
     def schema(self) -> schema_pb2.Schema:
-        return datasets.load_spec(self.dataset)[1]
+        """A copy: tests may edit it."""
+        copy = schema_pb2.Schema()
+        copy.CopyFrom(self._loaded[1])
+        return copy
 
     def read_rows(self, n: int | None = None) -> list[dict[str, str]]:
         with open(self.csv_path, newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
         return rows if n is None else rows[:n]
 
-    def _types(self) -> dict[str, int]:
-        return {f.name: f.type for f in self.schema.feature}
+    @functools.cached_property
+    def _type_of(self) -> dict[str, int]:
+        return {f.name: f.type for f in self._loaded[1].feature}
 
     def to_example(self, row: dict[str, str], serving: bool = False) -> tf.train.Example:
         """A raw tf.Example: empty cells are absent features; serving=True leaves out the
         label and its sources, as a serving request does."""
-        types = self._types()
+        types = self._type_of
         drop = self.spec.label_sources if serving else ()
         example = tf.train.Example()
         for key, raw in row.items():
@@ -82,7 +92,7 @@ class DatasetRows:
     def to_instance(self, row: dict[str, str]) -> dict[str, list]:
         """A TFT instance dict: dense features as one-element lists, optional ones possibly
         empty."""
-        types = self._types()
+        types = self._type_of
         instance = {}
         for key, raw in row.items():
             if raw == "":

@@ -69,7 +69,6 @@ class Kind:
     name: str
     types: tuple[str, ...]
     params: dict[str, Param]
-    doc: str
     outputs: Callable[[str, dict], tuple[Output, ...]]
     transform: Callable[[Any, str, dict], dict[str, Any]] | None
     rows: Callable[[str, dict, Callable[[str], int]], int] = lambda *_: 0
@@ -182,27 +181,26 @@ def _one(suffix_name: Callable[[str], str]) -> Callable[[str, dict], tuple[Outpu
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
-    Kind("zscore", NUMERIC_TYPES, {}, "z-score; gaps → mean plus an is-missing indicator",
-         _numeric_outputs, _numeric(log=False)),
-    Kind("log_zscore", NUMERIC_TYPES, {},
-         "log(1 + max(x, 0)), then z-score (heavy right tails); gaps as zscore",
-         _numeric_outputs, _numeric(log=True)),
+    # z-score; gaps → the mean, plus an is-missing indicator.
+    Kind("zscore", NUMERIC_TYPES, {}, _numeric_outputs, _numeric(log=False)),
+    # log(1 + max(x, 0)), then z-score (heavy right tails); gaps as zscore.
+    Kind("log_zscore", NUMERIC_TYPES, {}, _numeric_outputs, _numeric(log=True)),
+    # Quantile bucket id in [0, buckets); missing → id `buckets`.
     Kind("quantile", NUMERIC_TYPES, {"buckets": _whole(2)},
-         "quantile bucket id in [0, buckets); missing → id `buckets`",
          _one(_bucket_name), _quantile, lambda column, p, _: p["buckets"] + 1),
+    # The value itself as a category id (value - low); missing or outside range → one id.
     Kind("integer", (INT,), {"range": _RANGE},
-         "the value itself as a category id (value - low); missing or outside range → one id",
          _one(transformed_name), _integer, lambda column, p, _: p["range"][1] - p["range"][0] + 2),
+    # Vocabulary of the training split (top_k most frequent) plus OOV buckets for values first
+    # seen at serving time; missing → the empty string.
     Kind("vocabulary", (BYTES, INT), {"top_k": _whole_default(1000, 1),
                                       "oov_buckets": _whole_default(10, 1)},
-         "vocabulary of the training split (top_k most frequent) plus OOV buckets for values "
-         "first seen at serving time; missing → the empty string",
          _one(transformed_name), _vocabulary,
          lambda column, p, vocab_size: vocab_size(vocabulary_name(column)) + p["oov_buckets"]),
+    # Hash bucket of the value's text (ids, high cardinality; no analyzer pass); missing → id
+    # `buckets`.
     Kind("hashed", (BYTES, INT), {"buckets": _whole(2)},
-         "hash bucket of the value's text (ids, high cardinality; no analyzer pass); missing → "
-         "id `buckets`",
          _one(transformed_name), _hashed, lambda column, p, _: p["buckets"] + 1),
-    Kind("ignore", (INT, FLOAT_TYPE, BYTES), {}, "not used by the model",
-         lambda column, params: (), None),
+    # Not used by the model.
+    Kind("ignore", (INT, FLOAT_TYPE, BYTES), {}, lambda column, params: (), None),
 )}
