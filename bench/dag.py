@@ -42,6 +42,8 @@ class DagRun:
     states: dict[str, str]
     blessed: bool | None
     eval_accuracy: float | None  # the Evaluator's overall accuracy (classification)
+    # cache mode → the Trainer replayed alone (bench/trainer_memory.py): peak RSS, decision
+    trainer_memory: dict[str, dict] = dataclasses.field(default_factory=dict)
 
     @property
     def component_seconds(self) -> float:

@@ -118,6 +118,18 @@ def markdown(result: dict) -> str:
                          f"{run['rows'] / run['component_seconds']:,.0f} | {vs_linear:.2f} | "
                          f"{_yes_no(run['blessed'])} |")
         lines.append("")
+        memory = [run for run in result["scale"] if run.get("trainer_memory")]
+        if memory:
+            lines += ["**Trainer memory**: the Trainer replayed alone in a fresh process on "
+                      "each run's Transform output (peak RSS), with the input cache as "
+                      "`cache='auto'` decides it, and with `cache='none'` (streamed):", "",
+                      "| data | peak RSS, cache auto | auto's decision | peak RSS, cache none |",
+                      "|---|---:|---|---:|"]
+            for run in memory:
+                auto, none = run["trainer_memory"]["auto"], run["trainer_memory"]["none"]
+                lines.append(f"| {run['label']} | {auto['peak_rss_mb']:,.0f} MB | "
+                             f"{auto['cache']} | {none['peak_rss_mb']:,.0f} MB |")
+            lines.append("")
     if "anchor" in result:
         a = result["anchor"]
         lines += [

@@ -16,7 +16,7 @@ import shutil
 import sys
 import time
 
-from bench import dag, generate, results
+from bench import dag, generate, results, trainer_memory
 from pipeline import names, run_summary
 from pipeline.pipeline_config import REPO_ROOT
 
@@ -60,6 +60,11 @@ def run_scales(scales: list[float], base_steps: int) -> list[tuple[float, str, d
         _say(f"this project's DAG on {rows:,} rows, {steps:,} training steps → {output}")
         run = dag.run_ours(data_dir, output, rows, steps)
         _say(f"  {run.component_seconds:.1f} s in components")
+        for cache in ("auto", "none"):
+            run.trainer_memory[cache] = trainer_memory.measure(output, "taxi-tpu", steps, cache)
+            _say(f"  Trainer alone, cache {cache}: peak RSS "
+                 f"{run.trainer_memory[cache]['peak_rss_mb']:,.0f} MB "
+                 f"({run.trainer_memory[cache]['cache']})")
         runs.append((times, output, run))
     return runs
 
@@ -95,12 +100,11 @@ def measure(graph_dir: str, files: list[str], config, spec, repetitions: int,
     import tensorflow_transform as tft
 
     from bench import throughput
-    from trainer_module import data
-    from trainer_module import run as trainer_run
+    from trainer_module import data, plan
 
     tf_transform_output = tft.TFTransformOutput(graph_dir)
     feature_spec = tf_transform_output.transformed_feature_spec()
-    batch = config.per_replica_batch_size
+    batch = config.data.per_replica_batch_size
     batches = data.count_batches(files, batch)
     rows = batches * batch  # what every pass reads: full batches only
     _say(f"input throughput on {rows:,} transformed rows ({len(files)} files, full batches), "
@@ -123,7 +127,7 @@ def measure(graph_dir: str, files: list[str], config, spec, repetitions: int,
 
     setup = throughput.FitSetup(tf_transform_output, files, config, spec)
     steps = fit_steps or batches  # a full pass: the epochs after the first are served cached
-    configured = trainer_run.steps_per_execution(config, on_tpu=False)
+    configured = plan.make_plan(config, spec, train_steps=1).steps_per_execution
     real, synthetic, fraction = throughput.input_bound(setup, steps, repetitions)
     fit_rows = [("synthetic in-memory batch, steps_per_execution "
                  f"{configured}", synthetic),
@@ -188,7 +192,8 @@ def main(argv: list[str]) -> int:
     runs = run_scales(scales, args.train_steps)
     result["scale"] = [{"label": _scale_label(t), "rows": r.rows, "train_steps": r.train_steps,
                         "component_seconds": r.component_seconds, "seconds": r.seconds,
-                        "blessed": r.blessed, "eval_accuracy": r.eval_accuracy}
+                        "blessed": r.blessed, "eval_accuracy": r.eval_accuracy,
+                        "trainer_memory": r.trainer_memory}
                        for t, _, r in runs]
     if not args.no_anchor:
         ours_1x = next(r for t, _, r in runs if t == 1)
@@ -203,7 +208,7 @@ def main(argv: list[str]) -> int:
     quality.publish(quality.run_shipped(WORK_DIR, reuse=reuse), args.results_dir,
                     README if args.update_readme else None)
     graph_dir, files = transform_outputs(runs[-1][1])
-    result["input"], result["fit"] = measure(graph_dir, files, TrainerConfig(),
+    result["input"], result["fit"] = measure(graph_dir, files, TrainerConfig.create(),
                                              PipelineConfig().dataset_spec(), args.repetitions,
                                              args.fit_steps)
     result["bench_seconds"] = time.monotonic() - started

@@ -12,9 +12,10 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras
 
-from trainer_module import data, model, run, strategy
+from trainer_module import data
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
+from trainer_module.plan import make_plan
 
 
 @dataclasses.dataclass
@@ -120,27 +121,20 @@ class FitSetup:
 
 def _fit_model(setup: FitSetup, *, synthetic: bool, steps_per_execution: int | None,
                jit_compile: bool):
-    """The Trainer's model, compiled as the Trainer does, and what it is fed; returns
+    """The Trainer's model, compiled by the Trainer's plan, and what it is fed; returns
     (model, dataset, global batch)."""
     config = setup.config
-    dist = strategy.get_distribution_strategy(config)
-    per_replica = run.per_replica_batch_size(config, dist.num_replicas_in_sync)
-    spe = steps_per_execution or run.steps_per_execution(config, strategy.is_tpu(dist))
+    if steps_per_execution is not None:
+        config = config.replace(steps_per_execution=steps_per_execution)
+    plan = make_plan(config.replace(jit_compile=jit_compile), setup.spec, train_steps=1)
     if synthetic:
-        [batch] = data.make_dataset(setup.files, setup.feature_spec, per_replica,
+        [batch] = data.make_dataset(setup.files, setup.feature_spec, plan.per_replica_batch,
                                     spec=setup.spec, training=True).take(1)
-        dataset = dist.distribute_datasets_from_function(
+        dataset = plan.strategy.distribute_datasets_from_function(
             lambda _: tf.data.Dataset.from_tensors(batch).repeat())
     else:
-        dataset = data.distributed_dataset(dist, setup.files, setup.feature_spec, per_replica,
-                                           spec=setup.spec, training=True, seed=config.seed)
-    tf_keras.utils.set_random_seed(config.seed)
-    with dist.scope():
-        keras_model = model.build_model(
-            config, setup.spec, model.category_sizes(setup.spec, setup.tf_transform_output))
-        model.compile_model(keras_model, config, setup.spec, steps_per_execution=spe,
-                            jit_compile=jit_compile)
-    return keras_model, dataset, per_replica * dist.num_replicas_in_sync
+        dataset = plan.dataset(setup.files, setup.feature_spec, training=True, cache=True)
+    return plan.compiled_model(setup.tf_transform_output), dataset, plan.global_batch
 
 
 def _fit_epoch(keras_model, dataset, steps: int) -> float:

@@ -73,3 +73,12 @@ def baseline_resolver(candidate: types.BaseChannel, portable: bool = False) -> R
         strategy = BlessedBeforeCandidateStrategy
         channels[CANDIDATE_KEY] = candidate
     return Resolver(strategy_class=strategy, **channels).with_id(names.BASELINE_RESOLVER)
+
+
+def latest_blessed_model() -> Resolver:
+    """The resolver node feeding the Trainer's `base_model` for warm start: the newest blessed
+    model when the Trainer starts (no candidate exists yet)."""
+    return Resolver(strategy_class=LatestBlessedModelStrategy,
+                    **{MODEL_KEY: Channel(type=standard_artifacts.Model),
+                       BLESSING_KEY: Channel(type=standard_artifacts.ModelBlessing)},
+                    ).with_id(names.WARM_START_RESOLVER)

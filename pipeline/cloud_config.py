@@ -136,7 +136,7 @@ class CloudConfig:
 
     def pipeline_config(self) -> PipelineConfig:
         """The PipelineConfig this cloud run trains with: gs:// paths, TPU settings."""
-        trainer = (TrainerConfig(strategy="tpu", require_tpu=True, tpu_address="local")
+        trainer = (TrainerConfig.create(strategy="tpu", tpu_address="local")
                    if self.tpu else None)
         return from_env(
             {}, pipeline_name=self.pipeline_name, data_dir=self.data_uri,

@@ -16,7 +16,6 @@ from tfx.components import (
     ExampleValidator,
     Pusher,
     StatisticsGen,
-    Trainer,
     Transform,
 )
 from tfx.components.schema_gen.import_schema_gen.component import ImportSchemaGen
@@ -26,9 +25,10 @@ from tfx.proto import example_gen_pb2, pusher_pb2, trainer_pb2
 
 from pipeline import names
 from pipeline.anomaly_gate import AnomalyGate
-from pipeline.baseline_resolver import baseline_resolver
+from pipeline.baseline_resolver import baseline_resolver, latest_blessed_model
 from pipeline.pipeline_config import REPO_ROOT, ConfigError, PipelineConfig, is_remote
 from pipeline.staged_pusher import StagedPusher
+from pipeline.trainer_component import Trainer
 from trainer_module.dataset_spec import DatasetSpec, Threshold
 
 PREPROCESSING_FN = "trainer_module.preprocessing.preprocessing_fn"
@@ -170,23 +170,30 @@ def create_pipeline(config: PipelineConfig,
     transform.add_upstream_node(anomaly_gate)
     trainer_config = {**config.trainer.to_custom_config(), **spec.to_custom_config(),
                       CODE_VERSION_KEY: code_version()}
-    trainer_class = Trainer
+    make_trainer = Trainer
     if kubeflow is not None and kubeflow.vertex_training_args:
         # The Trainer step submits a Vertex AI CustomJob (the TPU machine, the TPU trainer
         # image) that runs run_fn, and waits for it.
         from tfx.v1.extensions import google_cloud_ai_platform as vertex
 
-        trainer_class = vertex.Trainer
+        from pipeline.vertex_trainer import vertex_trainer
+
+        make_trainer = vertex_trainer
         trainer_config.update({
             vertex.ENABLE_VERTEX_KEY: True,
             vertex.VERTEX_REGION_KEY: kubeflow.vertex_region,
             vertex.TRAINING_ARGS_KEY: dict(kubeflow.vertex_training_args),
         })
-    trainer = trainer_class(
+    # Warm start: the Trainer begins from the latest blessed model. Every run then depends on
+    # the last blessing, so it trains anew even when nothing else changed.
+    warm_start = (latest_blessed_model() if config.trainer.training.warm_start else None)
+    trainer = make_trainer(
         run_fn=RUN_FN,
         examples=transform.outputs[names.TRANSFORMED_EXAMPLES],
+        raw_examples=example_gen.outputs[names.EXAMPLES],
         transform_graph=transform.outputs[names.TRANSFORM_GRAPH],
         schema=schema_gen.outputs[names.SCHEMA],
+        base_model=warm_start.outputs[names.MODEL] if warm_start else None,
         train_args=trainer_pb2.TrainArgs(num_steps=config.train_steps),
         eval_args=trainer_pb2.EvalArgs(num_steps=config.eval_steps or 0),
         custom_config=trainer_config,
@@ -212,7 +219,8 @@ def create_pipeline(config: PipelineConfig,
         pipeline_name=config.pipeline_name,
         pipeline_root=config.pipeline_root,
         components=[example_gen, statistics_gen, schema_gen, example_validator, anomaly_gate,
-                    transform, trainer, model_resolver, evaluator, pusher],
+                    transform, *([warm_start] if warm_start else []), trainer, model_resolver,
+                    evaluator, pusher],
         enable_cache=config.enable_cache,
         metadata_connection_config=None if kubeflow is not None else (
             sqlite_metadata_connection_config(config.metadata_path)),

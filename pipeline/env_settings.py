@@ -13,11 +13,6 @@ from pipeline.pipeline_config import PipelineConfig, is_remote
 from trainer_module.config import TrainerConfig, TrainerConfigError
 
 _ENV_INTS = {"TRAIN_STEPS": "train_steps", "EVAL_STEPS": "eval_steps"}
-_ENV_TRAINER_INTS = {
-    "PER_REPLICA_BATCH_SIZE": "per_replica_batch_size",
-    "GLOBAL_BATCH_SIZE": "global_batch_size",
-    "STEPS_PER_EXECUTION": "steps_per_execution",
-}
 _ENV_FLOATS = {
     "MIN_EVAL_ACCURACY": "min_eval_accuracy",
     "MAX_ACCURACY_REGRESSION": "max_accuracy_regression",
@@ -29,9 +24,8 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: object) -> Pipel
     overrides.
 
     Variables: DATASET, PIPELINE_NAME, DATA_DIR, OUTPUT_DIR, TRAIN_STEPS, EVAL_STEPS,
-    MIN_EVAL_ACCURACY, MAX_ACCURACY_REGRESSION, PER_REPLICA_BATCH_SIZE, GLOBAL_BATCH_SIZE,
-    STEPS_PER_EXECUTION, STRATEGY, TPU_ADDRESS, REQUIRE_TPU. Empty variables count as unset
-    (so `make run DATA_DIR=` keeps the default).
+    MIN_EVAL_ACCURACY, MAX_ACCURACY_REGRESSION, and the trainer settings of TRAINER_VARIABLES.
+    Empty variables count as unset (so `make run DATA_DIR=` keeps the default).
 
     Raises:
       ConfigError: naming the variable or setting, its value and the expected form.
@@ -50,25 +44,21 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: object) -> Pipel
     for var, field in _ENV_FLOATS.items():
         if env.get(var):
             values[field] = _env_float(var, env[var])
-    for var, field in _ENV_TRAINER_INTS.items():
+    for var, (setting, parse) in TRAINER_VARIABLES.items():
         if env.get(var):
-            trainer[field] = _env_int(var, env[var])
-    if env.get("STRATEGY"):
-        trainer["strategy"] = env["STRATEGY"]
-    if env.get("TPU_ADDRESS"):
-        trainer["tpu_address"] = env["TPU_ADDRESS"]
-    if env.get("REQUIRE_TPU"):
-        trainer["require_tpu"] = _env_bool("REQUIRE_TPU", env["REQUIRE_TPU"])
+            trainer[setting] = parse(var, env[var])
     trainer_overrides = overrides.pop("trainer", None)
     values.update(overrides)
     # The dataset's own sizes come first among the defaults: a spec for 300 rows says so.
     spec = PipelineConfig(dataset=str(values.get("dataset", DEFAULT_DATASET))).dataset_spec()
     if spec.train_steps and "train_steps" not in values:
         values["train_steps"] = spec.train_steps
-    if spec.per_replica_batch_size and "per_replica_batch_size" not in trainer:
-        trainer["per_replica_batch_size"] = spec.per_replica_batch_size
+    if spec.per_replica_batch_size:
+        # The spec's batch is the one its learning rate was tuned at (one replica).
+        trainer.setdefault("per_replica_batch_size", spec.per_replica_batch_size)
+        trainer.setdefault("reference_batch_size", spec.per_replica_batch_size)
     try:
-        values["trainer"] = trainer_overrides or TrainerConfig(**trainer)
+        values["trainer"] = trainer_overrides or TrainerConfig.create(**trainer)
         return PipelineConfig(**values)
     except TrainerConfigError as e:
         raise ConfigError(f"trainer setting {e}") from e
@@ -88,6 +78,18 @@ def _env_float(var: str, raw: str) -> float:
         raise ConfigError(f"{var}={raw!r}: expected a number") from None
 
 
+def _env_str(var: str, raw: str) -> str:
+    return raw
+
+
+def _env_steps(var: str, raw: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in raw.split(","))
+    except ValueError:
+        raise ConfigError(f"{var}={raw!r}: expected train steps 'first,last', e.g. "
+                          "100,120") from None
+
+
 def _env_bool(var: str, raw: str) -> bool:
     lowered = raw.strip().lower()
     if lowered in ("1", "true", "yes"):
@@ -95,3 +97,19 @@ def _env_bool(var: str, raw: str) -> bool:
     if lowered in ("0", "false", "no"):
         return False
     raise ConfigError(f"{var}={raw!r}: expected true/false (or 1/0)")
+
+
+# Trainer settings `make run` takes from the environment: variable → (setting, parser).
+TRAINER_VARIABLES = {
+    "PER_REPLICA_BATCH_SIZE": ("per_replica_batch_size", _env_int),
+    "GLOBAL_BATCH_SIZE": ("global_batch_size", _env_int),
+    "CACHE": ("cache", _env_str),
+    "LEARNING_RATE": ("learning_rate", _env_float),
+    "REFERENCE_BATCH_SIZE": ("reference_batch_size", _env_int),
+    "LR_SCALING": ("lr_scaling", _env_str),
+    "WARM_START": ("warm_start", _env_bool),
+    "STRATEGY": ("strategy", _env_str),
+    "TPU_ADDRESS": ("tpu_address", _env_str),
+    "STEPS_PER_EXECUTION": ("steps_per_execution", _env_int),
+    "PROFILE_STEPS": ("profile_steps", _env_steps),
+}

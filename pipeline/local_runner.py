@@ -43,15 +43,15 @@ def parse_config(argv: list[str]) -> PipelineConfig:
 
 def check_local_batch(config: PipelineConfig) -> None:
     """Off-TPU, the Trainer runs here, so its replica count is known now: check the batch."""
-    if not config.trainer.global_batch_size:
+    if not config.trainer.data.global_batch_size:
         return  # per-replica batches divide by any replica count (and TensorFlow stays unloaded)
-    from trainer_module import run, strategy
+    from trainer_module import plan, strategy
 
     try:
         replicas = strategy.local_replica_count(config.trainer)
         if replicas is None:
             return  # on a TPU or across workers, run_fn checks it when it starts
-        run.per_replica_batch_size(config.trainer, replicas)
+        plan.per_replica_batch_size(config.trainer, replicas)
     except ValueError as e:
         raise ConfigError(f"trainer setting {e}") from e
 

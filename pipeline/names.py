@@ -15,6 +15,7 @@ ANOMALY_GATE = "AnomalyGate"
 TRANSFORM = "Transform"
 TRAINER = "Trainer"
 BASELINE_RESOLVER = "baseline_resolver"
+WARM_START_RESOLVER = "warm_start_resolver"
 EVALUATOR = "Evaluator"
 PUSHER = "Pusher"
 

@@ -134,6 +134,11 @@ class PipelineConfig:
                 raise ConfigError(f"{name}={value!r}: expected a number between 0 and 1")
         if not isinstance(self.trainer, TrainerConfig):
             raise ConfigError(f"trainer={self.trainer!r}: expected a TrainerConfig")
+        profile = self.trainer.runtime.profile_steps
+        if profile and profile[1] > self.train_steps:
+            raise ConfigError(f"profile_steps={profile!r} (PROFILE_STEPS): the run has only "
+                              f"train_steps={self.train_steps}; profile steps within "
+                              f"1..{self.train_steps}")
         spec = self.dataset_spec()
         schema = datasets.load_schema(self.schema_path)
         if is_remote(self.data_dir):

@@ -26,6 +26,7 @@ class TransformedData:
     train_rows: int
     eval_rows: int
     eval_csv_rows: tuple  # the eval split's raw CSV rows, in file order
+    raw_eval_files: str  # those rows as raw GZIP tf.Examples, the form ExampleGen writes
 
     @property
     def spec(self):
@@ -98,8 +99,20 @@ def make_transformed(dataset: DatasetRows, workdir: str, total: int, train: int,
     for name, part in (("train", rows[:train]), ("eval", rows[train:])):
         paths[name] = os.path.join(workdir, name, "part-00000.gz")
         write_transformed(transform(part, transform_dir, dataset), paths[name])
+    raw_eval = os.path.join(workdir, "raw", "Split-eval", "data_tfrecord-00000-of-00001.gz")
+    write_raw(dataset, rows[train:], raw_eval)
     return TransformedData(dataset, transform_dir, paths["train"], paths["eval"], train,
-                           len(rows) - train, tuple(rows[train:]))
+                           len(rows) - train, tuple(rows[train:]), raw_eval)
+
+
+def write_raw(dataset: DatasetRows, rows: list[dict[str, str]], path: str) -> None:
+    """Raw rows as GZIP tf.Examples, label included."""
+    import tensorflow as tf
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tf.io.TFRecordWriter(path, options="GZIP") as writer:
+        for record in dataset.serialized(rows):
+            writer.write(record)
 
 
 @pytest.fixture(scope="session")

@@ -77,7 +77,7 @@ def test_template_copy_has_every_component_enabled_and_reads_the_given_data(tmp_
 
 
 def test_measurements_and_results_on_a_small_transform_output(transformed_data, tmp_path):
-    config = TrainerConfig(per_replica_batch_size=64)
+    config = TrainerConfig.create(per_replica_batch_size=64)
     input_result, fit_result = bench_run.measure(
         transformed_data.transform_dir, [transformed_data.train_files], config,
         transformed_data.spec, repetitions=2, fit_steps=3)

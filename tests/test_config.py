@@ -1,5 +1,6 @@
 """Bad settings fail before any component runs, naming the setting and the expected form."""
 
+import json
 import os
 
 import pytest
@@ -39,23 +40,58 @@ def test_train_steps_must_be_positive(steps):
 def test_batch_must_be_positive(batch):
     with pytest.raises(TrainerConfigError,
                        match=r"per_replica_batch_size=.*expected a whole number >= 1"):
-        TrainerConfig(per_replica_batch_size=batch)
+        TrainerConfig.create(per_replica_batch_size=batch)
 
 
 def test_unknown_strategy():
     with pytest.raises(TrainerConfigError, match="strategy='gpu': expected one of auto, tpu"):
-        TrainerConfig(strategy="gpu")
+        TrainerConfig.create(strategy="gpu")
 
 
 def test_trainer_config_round_trips_through_custom_config():
-    config = TrainerConfig(per_replica_batch_size=128, hidden_units=(384, 128), tpu_address="x")
-    assert TrainerConfig.from_custom_config(config.to_custom_config()) == config
+    config = TrainerConfig.create(per_replica_batch_size=128, hidden_units=(384, 128),
+                                  tpu_address="x", profile_steps=(3, 5), cache="none")
+    custom = config.to_custom_config()
+    assert json.loads(json.dumps(custom)) == custom  # what TFX's custom_config carries
+    assert TrainerConfig.from_custom_config(custom) == config
+    assert custom["trainer_config"]["data"]["per_replica_batch_size"] == 128
+    assert custom["trainer_config"]["runtime"]["profile_steps"] == [3, 5]
 
 
 def test_unknown_trainer_setting_is_named():
-    custom = {"trainer_config": {"batch": 5}}
-    with pytest.raises(TrainerConfigError, match=r"unknown trainer setting\(s\) \['batch'\]"):
+    custom = {"trainer_config": {"data": {"batch": 5}}}
+    with pytest.raises(TrainerConfigError,
+                       match=r"unknown trainer setting\(s\) \['batch'\] .*\['data'\]"):
         TrainerConfig.from_custom_config(custom)
+    with pytest.raises(TrainerConfigError, match=r"unknown trainer setting group\(s\) \['opt'\]"):
+        TrainerConfig.from_custom_config({"trainer_config": {"opt": {}}})
+    with pytest.raises(TrainerConfigError, match=r"unknown trainer setting\(s\) \['epochs'\]"):
+        TrainerConfig.create(epochs=3)
+
+
+@pytest.mark.parametrize("setting, value, expected", [
+    ("cache", "disk", "expected one of auto, memory, none"),
+    ("cache_memory_fraction", 0, r"expected a number in \(0, 1\]"),
+    ("lr_scaling", "cubic", "expected one of none, linear, sqrt"),
+    ("reference_batch_size", 0, "expected a whole number >= 1"),
+    ("warmup_fraction", 1.5, r"expected a number in \[0, 1\)"),
+    ("profile_steps", (5, 2), "expected two train steps 'first,last' with 1 <= first <= last"),
+    ("profile_steps", (0, 2), "expected two train steps"),
+    ("profile_steps", (4,), "expected two train steps"),
+    ("export_parity_tolerance", 0.0, r"expected a number in \(0, 1\]"),
+    ("warm_start", "yes", "expected true or false"),
+])
+def test_trainer_settings_name_value_and_form(setting, value, expected):
+    with pytest.raises(TrainerConfigError, match=f"{setting}=.*{expected}"):
+        TrainerConfig.create(**{setting: value})
+
+
+def test_profile_beyond_the_run_is_refused():
+    with pytest.raises(ConfigError, match=r"profile_steps=\(10, 400\) \(PROFILE_STEPS\): the "
+                                          "run has only train_steps=300"):
+        from_env({"TRAIN_STEPS": "300", "PROFILE_STEPS": "10,400"}).validate()
+    with pytest.raises(ConfigError, match="PROFILE_STEPS='ten': expected train steps"):
+        from_env({"PROFILE_STEPS": "ten"})
 
 
 def test_missing_data_dir(tmp_path):
@@ -121,10 +157,15 @@ def test_env_values_are_checked():
         from_env({"PER_REPLICA_BATCH_SIZE": "0"})
     with pytest.raises(ConfigError, match="MAX_ACCURACY_REGRESSION='lots': expected a number"):
         from_env({"MAX_ACCURACY_REGRESSION": "lots"})
-    config = from_env({"DATA_DIR": "data", "TRAIN_STEPS": "7", "REQUIRE_TPU": "true",
-                       "MAX_ACCURACY_REGRESSION": "0.02", "GLOBAL_BATCH_SIZE": "1024"})
-    assert config.train_steps == 7 and config.trainer.require_tpu
-    assert config.max_accuracy_regression == 0.02 and config.trainer.global_batch_size == 1024
+    config = from_env({"DATA_DIR": "data", "TRAIN_STEPS": "7", "STRATEGY": "tpu",
+                       "MAX_ACCURACY_REGRESSION": "0.02", "GLOBAL_BATCH_SIZE": "1024",
+                       "CACHE": "none", "PROFILE_STEPS": "2,4", "LR_SCALING": "linear",
+                       "WARM_START": "1"})
+    assert config.train_steps == 7 and config.trainer.runtime.tpu_required
+    assert config.max_accuracy_regression == 0.02
+    assert config.trainer.data.global_batch_size == 1024 and config.trainer.data.cache == "none"
+    assert config.trainer.runtime.profile_steps == (2, 4)
+    assert config.trainer.training.lr_scaling == "linear" and config.trainer.training.warm_start
     assert config.data_dir == os.path.abspath("data")
 
 

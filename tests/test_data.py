@@ -87,7 +87,7 @@ def test_global_batch_is_per_replica_times_replicas(transformed_data):
         from trainer_module.config import TrainerConfig
         from trainer_module.dataset_spec import from_dict
         ds_spec = from_dict({transformed_data.spec.to_dict()!r}, "test", "taxi")
-        dist = strategy.get_distribution_strategy(TrainerConfig())
+        dist = strategy.get_distribution_strategy(TrainerConfig.create())
         assert dist.num_replicas_in_sync == 8, dist.num_replicas_in_sync
         spec = tft.TFTransformOutput({transformed_data.transform_dir!r}).transformed_feature_spec()
         ds = data.distributed_dataset(dist, {transformed_data.train_files!r}, spec, 16,

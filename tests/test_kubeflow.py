@@ -90,8 +90,12 @@ def test_compiled_spec_holds_every_component_with_its_dependencies(cloud_env, tm
     push = json.loads(_parameter(spec, "Pusher", "push_destination"))
     assert (push["filesystem"]["base_directory"]
             == "gs://my-ml-bucket/taxi-tpu/serving_model/taxi-tpu")
-    # No TPU configured: the Trainer runs run_fn in the pipeline's own container.
-    assert "tfx.components.trainer.executor.GenericExecutor" in _executor(spec, "Trainer")["args"]
+    # No TPU configured: the Trainer runs run_fn in the pipeline's own container, through the
+    # executor that hands run_fn the raw eval examples for its export parity gate.
+    assert "trainer_module.executor.Executor" in _executor(spec, "Trainer")["args"]
+    raw = spec.root.dag.tasks["Trainer"].inputs.artifacts["raw_examples"]
+    assert raw.task_output_artifact.producer_task == "CsvExampleGen"
+    assert "warm_start_resolver" not in spec.root.dag.tasks  # warm start is off by default
 
 
 @pytest.mark.parametrize("tpu,machine,accelerator,count", [
@@ -107,7 +111,12 @@ def test_tpu_training_runs_the_trainer_as_a_vertex_tpu_job(cloud_env, tmp_path, 
     cloud_env.setenv("SERVICE_ACCOUNT", "trainer@my-ml-project.iam.gserviceaccount.com")
     _, spec = _compile(tmp_path)
     args = _executor(spec, "Trainer")["args"]
-    assert "tfx.extensions.google_cloud_ai_platform.trainer.executor.GenericExecutor" in args
+    # TFX's Vertex executor submits the job; the job runs this project's Trainer executor.
+    assert "pipeline.vertex_trainer.VertexExecutor" in args
+    from pipeline.vertex_trainer import VertexExecutor
+    from trainer_module.executor import Executor
+
+    assert VertexExecutor()._GetExecutorClass() is Executor
     custom = json.loads(_parameter(spec, "Trainer", "custom_config"))
     assert custom["ai_platform_enable_vertex"] is True
     assert custom["ai_platform_vertex_region"] == "us-central1"
@@ -120,7 +129,8 @@ def test_tpu_training_runs_the_trainer_as_a_vertex_tpu_job(cloud_env, tmp_path, 
     assert pool["container_spec"]["image_uri"] == TPU_IMAGE
     # run_fn is told a TPU is required: no silent CPU training on a TPU job.
     trainer = custom["trainer_config"]
-    assert trainer["require_tpu"] is True and trainer["tpu_address"] == "local"
+    assert trainer["runtime"]["strategy"] == "tpu"
+    assert trainer["runtime"]["tpu_address"] == "local"
     # The Vertex SDK accepts the job spec as it stands (accelerator enum, fields).
     job_spec = custom_job.CustomJobSpec(**training["job_spec"])
     assert job_spec.worker_pool_specs[0].machine_spec.accelerator_count == count

@@ -21,7 +21,7 @@ def _tft(data) -> tft.TFTransformOutput:
 
 
 def _model(data, config=None, scale=(0.0, 1.0)) -> tf_keras.Model:
-    return build_model(config or TrainerConfig(), data.spec,
+    return build_model(config or TrainerConfig.create(), data.spec,
                        category_sizes(data.spec, _tft(data)), scale)
 
 
@@ -32,10 +32,10 @@ def test_model_takes_every_output_of_the_spec(task_data):
 
 
 def test_hidden_widths_are_multiples_of_128(transformed_data):
-    config = TrainerConfig()
+    config = TrainerConfig.create()
     model = _model(transformed_data, config)
     widths = [layer.units for layer in model.layers if layer.name.startswith("hidden_")]
-    assert widths == list(config.hidden_units)
+    assert widths == list(config.model.hidden_units)
     assert all(w % 128 == 0 for w in widths)
 
 
@@ -53,14 +53,14 @@ def test_embedding_tables_fit_every_id_the_transform_emits(task_data):
 
 def test_steps_per_execution_is_applied(transformed_data):
     model = _model(transformed_data)
-    compile_model(model, TrainerConfig(), transformed_data.spec, steps_per_execution=16,
-                  jit_compile=False)
+    compile_model(model, transformed_data.spec, optimizer=tf_keras.optimizers.Adam(),
+                  steps_per_execution=16, jit_compile=False)
     assert int(model._steps_per_execution.numpy()) == 16
 
 
 def test_regression_head_answers_in_the_labels_units(fare_data):
     """An untrained network predicts 0 in standardized units: the label's mean in dollars."""
-    model = _model(fare_data, TrainerConfig(hidden_units=(128,)), scale=(12.5, 10.0))
+    model = _model(fare_data, TrainerConfig.create(hidden_units=(128,)), scale=(12.5, 10.0))
     head = model.get_layer("head")
     head.set_weights([np.zeros_like(w) for w in head.get_weights()])
     batch = next(iter(tf.data.TFRecordDataset(fare_data.train_files, "GZIP").batch(4)))
@@ -71,15 +71,15 @@ def test_regression_head_answers_in_the_labels_units(fare_data):
 
 def _export(data, model, tmp_path, scale=(0.0, 1.0)):
     export_dir = str(tmp_path / "serving")
-    export.export_serving_model(model, TrainerConfig(hidden_units=(128,)), data.spec, _tft(data),
-                                export_dir, scale)
+    export.export_serving_model(model, TrainerConfig.create(hidden_units=(128,)), data.spec,
+                                _tft(data), export_dir, scale)
     return tf.saved_model.load(export_dir)
 
 
 def test_export_serves_raw_examples_in_float32(task_data, tmp_path):
     spec = task_data.spec
     scale = (12.5, 10.0) if spec.task == "regression" else (0.0, 1.0)
-    model = _model(task_data, TrainerConfig(hidden_units=(128,)), scale)
+    model = _model(task_data, TrainerConfig.create(hidden_units=(128,)), scale)
     loaded = _export(task_data, model, tmp_path, scale)
     assert set(loaded.signatures) == {"serving_default", "transform_features"}
     rows = list(task_data.eval_csv_rows[:5])
@@ -111,7 +111,7 @@ def test_serving_requests_never_carry_the_label_or_its_sources(task_data):
 def test_export_is_float32_after_mixed_precision_training(task_data, tmp_path):
     tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")
     try:
-        model = _model(task_data, TrainerConfig(hidden_units=(128,)))
+        model = _model(task_data, TrainerConfig.create(hidden_units=(128,)))
     finally:
         tf_keras.mixed_precision.set_global_policy("float32")
     assert model.get_layer("hidden_0").compute_dtype == "bfloat16"

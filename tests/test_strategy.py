@@ -21,7 +21,7 @@ def no_tpu_env(monkeypatch):
 
 def test_no_tpu_address_falls_back_to_mirrored_and_says_why(caplog):
     with caplog.at_level(logging.INFO, logger="absl"):
-        strategy = get_distribution_strategy(TrainerConfig())
+        strategy = get_distribution_strategy(TrainerConfig.create())
     assert isinstance(strategy, tf.distribute.MirroredStrategy)
     assert strategy.num_replicas_in_sync == len(tf.config.list_logical_devices("CPU"))
     assert "MirroredStrategy (no TPU address configured" in caplog.text
@@ -30,28 +30,28 @@ def test_no_tpu_address_falls_back_to_mirrored_and_says_why(caplog):
 
 def test_unreachable_tpu_falls_back_with_a_warning(caplog):
     with caplog.at_level(logging.INFO, logger="absl"):
-        strategy = get_distribution_strategy(TrainerConfig(tpu_address="local"))
+        strategy = get_distribution_strategy(TrainerConfig.create(tpu_address="local"))
     assert isinstance(strategy, tf.distribute.MirroredStrategy)
     assert "TPU at 'local' not reachable" in caplog.text
 
 
-def test_require_tpu_without_address_names_the_settings():
+def test_tpu_strategy_without_address_names_the_settings():
     with pytest.raises(TPUUnavailableError, match="no TPU address is set: set tpu_address"):
-        get_distribution_strategy(TrainerConfig(require_tpu=True))
+        get_distribution_strategy(TrainerConfig.create(strategy="tpu"))
 
 
-def test_require_tpu_names_the_address_tried():
+def test_tpu_strategy_names_the_address_tried():
     with pytest.raises(TPUUnavailableError, match="no TPU reachable at tpu_address='local'"):
-        get_distribution_strategy(TrainerConfig(require_tpu=True, tpu_address="local"))
+        get_distribution_strategy(TrainerConfig.create(strategy="tpu", tpu_address="local"))
 
 
 def test_tpu_name_from_environment_is_tried(monkeypatch):
     monkeypatch.setenv("TPU_NAME", "no-such-tpu-here")
     with pytest.raises(TPUUnavailableError, match="tpu_address='no-such-tpu-here'"):
-        get_distribution_strategy(TrainerConfig(strategy="tpu"))
+        get_distribution_strategy(TrainerConfig.create(strategy="tpu"))
 
 
 def test_configured_mirrored_skips_tpu_lookup(monkeypatch):
     monkeypatch.setenv("TPU_NAME", "no-such-tpu-here")
-    strategy = get_distribution_strategy(TrainerConfig(strategy="mirrored"))
+    strategy = get_distribution_strategy(TrainerConfig.create(strategy="mirrored"))
     assert isinstance(strategy, tf.distribute.MirroredStrategy)

@@ -18,8 +18,9 @@ import tensorflow as tf
 from tensorflow.python.tpu import tpu_system_metadata
 from tfx.components.trainer.fn_args_utils import FnArgs
 
-from trainer_module import run, strategy, tpu_check
+from trainer_module import plan, run, strategy, tpu_check
 from trainer_module.config import TrainerConfig
+from trainer_module.executor import RAW_EVAL_FILES_KEY
 from trainer_module.features import CATEGORY, transformed_name
 from trainer_module.strategy import TPURuntime, get_distribution_strategy
 
@@ -83,7 +84,7 @@ def tpu_cluster(monkeypatch):
 # --- Resolver branches ----------------------------------------------------------------------
 
 def test_reachable_tpu_is_connected_initialized_and_used(tpu_cluster):
-    dist = get_distribution_strategy(TrainerConfig(tpu_address="grpc://10.0.0.2:8470"))
+    dist = get_distribution_strategy(TrainerConfig.create(tpu_address="grpc://10.0.0.2:8470"))
     assert isinstance(dist, tf.distribute.TPUStrategy)
     assert strategy.is_tpu(dist) and dist.num_replicas_in_sync == 8
     address = "grpc://10.0.0.2:8470"
@@ -93,13 +94,13 @@ def test_reachable_tpu_is_connected_initialized_and_used(tpu_cluster):
 
 def test_tpu_name_environment_variable_is_the_address(tpu_cluster, monkeypatch):
     monkeypatch.setenv("TPU_NAME", "my-v3-8")
-    dist = get_distribution_strategy(TrainerConfig(require_tpu=True))
+    dist = get_distribution_strategy(TrainerConfig.create(strategy="tpu"))
     assert strategy.is_tpu(dist)
     assert tpu_cluster.calls[0] == ("resolve", "my-v3-8")
 
 
 def test_tpu_vm_local_form(tpu_cluster):
-    assert strategy.is_tpu(get_distribution_strategy(TrainerConfig(tpu_address="local")))
+    assert strategy.is_tpu(get_distribution_strategy(TrainerConfig.create(tpu_address="local")))
     assert tpu_cluster.calls[0] == ("resolve", "local")
 
 
@@ -117,7 +118,7 @@ def test_tf_config_with_several_workers_uses_multi_worker_mirrored():
         "from trainer_module.strategy import get_distribution_strategy\n"
         "from trainer_module.config import TrainerConfig\n"
         "import tensorflow as tf\n"
-        "d = get_distribution_strategy(TrainerConfig())\n"
+        "d = get_distribution_strategy(TrainerConfig.create())\n"
         "v = d.reduce('SUM', d.run(lambda: tf.constant(1)), axis=None)\n"
         "print(isinstance(d, tf.distribute.MultiWorkerMirroredStrategy),\n"
         "      d.num_replicas_in_sync, int(v))\n"
@@ -137,19 +138,26 @@ def test_tf_config_with_several_workers_uses_multi_worker_mirrored():
 
 # --- TPU-only settings ----------------------------------------------------------------------
 
-def test_bfloat16_and_steps_per_execution_on_tpu_only():
-    config = TrainerConfig()
-    assert run._precision(config, on_tpu=True) == "mixed_bfloat16"
-    assert run._precision(config, on_tpu=False) == "float32"
-    assert run._precision(TrainerConfig(mixed_precision="float32"), on_tpu=True) == "float32"
-    assert run.steps_per_execution(config, on_tpu=True) == run.TPU_STEPS_PER_EXECUTION > 1
-    assert run.steps_per_execution(TrainerConfig(steps_per_execution=4), on_tpu=True) == 4
+def test_bfloat16_and_steps_per_execution_on_tpu_only(transformed_data):
+    spec = transformed_data.spec
+    dist = get_distribution_strategy(TrainerConfig.create(strategy="mirrored"))
+
+    def plan_of(as_tpu: bool, **settings) -> plan.TrainingPlan:
+        return plan.make_plan(TrainerConfig.create(**settings), spec, 64, dist=dist,
+                              as_tpu=as_tpu)
+
+    assert plan_of(True).precision == "mixed_bfloat16" and plan_of(True).jit_compile
+    assert plan_of(False).precision == "float32" and not plan_of(False).jit_compile
+    assert plan_of(True, mixed_precision="float32").precision == "float32"
+    assert plan_of(True).steps_per_execution == plan.TPU_STEPS_PER_EXECUTION > 1
+    assert plan_of(False).steps_per_execution == plan.DEFAULT_STEPS_PER_EXECUTION
+    assert plan_of(True, steps_per_execution=4).steps_per_execution == 4
 
 
 def test_defaults_are_tpu_sized():
-    config = TrainerConfig()
-    assert config.per_replica_batch_size % 128 == 0
-    assert all(width % 128 == 0 for width in config.hidden_units)
+    config = TrainerConfig.create()
+    assert config.data.per_replica_batch_size % 128 == 0
+    assert all(width % 128 == 0 for width in config.model.hidden_units)
 
 
 def _fn_args(data, out, steps: int, **trainer) -> dict:
@@ -157,8 +165,9 @@ def _fn_args(data, out, steps: int, **trainer) -> dict:
         train_files=[data.train_files], eval_files=[data.eval_files], train_steps=steps,
         eval_steps=None, transform_output=data.transform_dir,
         serving_model_dir=os.path.join(out, "serving"), model_run_dir=os.path.join(out, "run"),
-        custom_config={**TrainerConfig(**trainer).to_custom_config(),
-                       **data.spec.to_custom_config()})
+        custom_config={**TrainerConfig.create(**trainer).to_custom_config(),
+                       **data.spec.to_custom_config(),
+                       RAW_EVAL_FILES_KEY: [data.raw_eval_files]})
 
 
 def test_global_batch_not_divisible_by_tpu_cores_is_refused(tpu_cluster, transformed_data,
@@ -209,15 +218,29 @@ def test_mixed_bfloat16_training_exports_a_float32_model(task_data, tmp_path, ca
 
 def test_train_step_compiles_with_xla_and_traces_once(task_data):
     report = tpu_check.check(task_data.transform_dir, task_data.train_files,
-                             TrainerConfig(per_replica_batch_size=32, steps_per_execution=4),
+                             TrainerConfig.create(per_replica_batch_size=32, steps_per_execution=4),
                              task_data.spec, steps=16)
     assert report.xla_ok, report.xla_error
     assert report.traces == 1 and report.steps_run == 16
     assert report.ready
     assert all(shape == [32] for shape, _ in report.features.values())
     assert all(dtype in ("float32", "int32") for _, dtype in report.features.values())
+    # The step a TPU runs: bfloat16 compute, float32 variables, compiled by XLA.
+    assert report.precision == "mixed_bfloat16"
     text = report.format()
-    assert "XLA compile (jit_compile=True): OK" in text and "READY for TPU" in text
+    assert "XLA compile of the mixed_bfloat16 step (jit_compile=True): OK" in text
+    assert "READY for TPU" in text
+    assert report.budget.input_per_s > 0 and report.budget.step_per_s > 0
+    assert "Budget: " in text and ("input-bound" in text or "compute-bound" in text)
+
+
+def test_budget_verdict_names_the_waiting_share():
+    slow_input = tpu_check.Budget(input_per_s=1_000, step_per_s=4_000)
+    assert slow_input.waiting == pytest.approx(0.75)
+    assert slow_input.verdict().startswith("input-bound: the accelerator waits 75% of the time")
+    fast_input = tpu_check.Budget(input_per_s=8_000, step_per_s=4_000)
+    assert fast_input.waiting == 0
+    assert fast_input.verdict().startswith("compute-bound: the input function delivers 2.0x")
 
 
 def test_xla_failure_names_the_op(transformed_data):
@@ -235,11 +258,12 @@ def test_xla_failure_names_the_op(transformed_data):
         return tf_keras.Model(inputs, tf_keras.layers.Dense(1, activation="sigmoid")(hidden))
 
     report = tpu_check.check(transformed_data.transform_dir, transformed_data.train_files,
-                             TrainerConfig(per_replica_batch_size=128), spec, steps=8,
+                             TrainerConfig.create(per_replica_batch_size=128), spec, steps=8,
                              build_model=string_model)
     assert not report.xla_ok and not report.ready
     assert "AsString" in report.failed_op or "AsString" in report.xla_error
     assert "FAILED at op" in report.format()
+    assert report.budget is None  # nothing to measure without a step
 
 
 # --- Eight replicas and preemption, in their own processes ---------------------------------
@@ -281,7 +305,8 @@ def test_eight_replicas_train_like_one(task_data, tmp_path):
     results = {}
     for replicas in (1, 8):
         args = _fn_args(task_data, str(tmp_path / f"r{replicas}"), steps,
-                        global_batch_size=batch, seed=7, epochs=2, learning_rate=rate,
+                        global_batch_size=batch, reference_batch_size=batch, seed=7,
+                        checkpoint_epochs=2, learning_rate=rate,
                         dropout=0.0)  # no per-replica dropout noise: the runs differ by layout only
         proc = _trainer(_write_args(tmp_path / f"r{replicas}.json", args), replicas)
         out, _ = proc.communicate(timeout=600)
@@ -296,7 +321,7 @@ def test_eight_replicas_train_like_one(task_data, tmp_path):
 
 
 def test_killed_trainer_resumes_from_its_last_checkpoint(transformed_data, tmp_path):
-    args = _fn_args(transformed_data, str(tmp_path), 4 * 600, epochs=4,
+    args = _fn_args(transformed_data, str(tmp_path), 4 * 600, checkpoint_epochs=4,
                     per_replica_batch_size=128, steps_per_execution=1)
     args_file = _write_args(tmp_path / "args.json", args)
     backup = os.path.join(args["model_run_dir"], "backup")

@@ -1,7 +1,13 @@
 """Trainer settings, passed from the pipeline config to `run_fn` through `custom_config`.
 
-One frozen dataclass, validated when built, so a bad value fails while the pipeline is being
-defined (before any component runs) and again, with the same message, inside the Trainer.
+Grouped by concern, as one frozen dataclass per group: `data` (how examples reach the step),
+`model` (the network), `training` (optimizer, learning rate, schedule, warm start) and
+`runtime` (strategy, precision, compilation, profiling). Each group validates itself when
+built, so a bad value fails while the pipeline is being defined (before any component runs)
+and again, with the same message, inside the Trainer.
+
+Setting names are unique across groups, so `TrainerConfig.create(per_replica_batch_size=64)`
+and the environment variables of `make run` can name a setting without its group.
 """
 
 import dataclasses
@@ -9,6 +15,8 @@ from typing import Any
 
 STRATEGIES = ("auto", "tpu", "mirrored", "multi_worker_mirrored")
 PRECISIONS = ("auto", "float32", "mixed_bfloat16")
+CACHE_MODES = ("auto", "memory", "none")
+LR_SCALINGS = ("none", "linear", "sqrt")
 
 # The key under which the pipeline passes these settings in the Trainer's custom_config.
 CUSTOM_CONFIG_KEY = "trainer_config"
@@ -19,98 +27,242 @@ class TrainerConfigError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainerConfig:
-    """How to train: strategy, batch, optimizer and model size.
+class DataConfig:
+    """How examples reach the train step.
 
-    strategy: 'auto' (TPU if an address is configured and reachable, else MirroredStrategy over
-      GPUs or CPU devices, or MultiWorkerMirroredStrategy when TF_CONFIG lists several workers),
-      'tpu' (same as auto with require_tpu), 'mirrored', 'multi_worker_mirrored'.
+    per_replica_batch_size: examples per replica per step.
     global_batch_size: if > 0, overrides per_replica_batch_size with global / replicas (it must
       divide evenly: the 8 cores of a v3-8 take 1016 or 1024, not 1020).
-    seed: weight initialization and shuffling.
-    tpu_address: TPU name, 'grpc://host:8470', or 'local' on a TPU VM; empty → $TPU_NAME.
-    require_tpu: fail instead of falling back when no TPU can be reached.
-    steps_per_execution: train steps per host round trip; 0 → 32 on TPU, 8 elsewhere.
-    mixed_precision: 'auto' → mixed_bfloat16 on TPU, float32 elsewhere. Exports are float32.
-    jit_compile: compile the train step with XLA (TPUStrategy always compiles with XLA).
+    cache: 'memory' keeps the parsed split in host RAM after the first epoch; 'none' reads and
+      parses the files every epoch; 'auto' caches only when the split's estimated in-memory
+      size fits in cache_memory_fraction of this host's RAM (estimated from a sample of the
+      files, without reading them all).
+    cache_memory_fraction: the share of host RAM that 'auto' lets the caches of both splits
+      take.
     """
 
     per_replica_batch_size: int = 256
     global_batch_size: int = 0
-    learning_rate: float = 0.0005
-    epochs: int = 10
+    cache: str = "auto"
+    cache_memory_fraction: float = 0.25
+
+    def __post_init__(self) -> None:
+        _check_int("per_replica_batch_size", self.per_replica_batch_size, minimum=1)
+        _check_int("global_batch_size", self.global_batch_size, minimum=0)
+        _check_choice("cache", self.cache, CACHE_MODES)
+        _check_fraction("cache_memory_fraction", self.cache_memory_fraction, low_open=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """The network: an embedding per category, the numbers as they are, an MLP, the head.
+
+    hidden_units: widths of the MLP's layers (multiples of 128 fill a TPU's matrix units).
+    embedding_dim: width of every category embedding.
+    dropout: dropout rate after each hidden layer.
+    l2: L2 weight penalty on hidden layers and embeddings.
+    """
+
     hidden_units: tuple[int, ...] = (256, 128)
     embedding_dim: int = 4
     dropout: float = 0.3
     l2: float = 0.001
-    strategy: str = "auto"
-    tpu_address: str = ""
-    require_tpu: bool = False
-    steps_per_execution: int = 0
-    mixed_precision: str = "auto"
-    jit_compile: bool = False
-    seed: int = 42
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_units", tuple(self.hidden_units))
-        _check_int("per_replica_batch_size", self.per_replica_batch_size, minimum=1)
-        _check_int("epochs", self.epochs, minimum=1)
-        _check_int("embedding_dim", self.embedding_dim, minimum=1)
-        _check_int("steps_per_execution", self.steps_per_execution, minimum=0)
-        _check_int("seed", self.seed, minimum=0)
-        _check_int("global_batch_size", self.global_batch_size, minimum=0)
         if not self.hidden_units:
             raise TrainerConfigError("hidden_units is empty: expected one or more widths > 0")
         for width in self.hidden_units:
             _check_int("hidden_units", width, minimum=1)
-        if not isinstance(self.learning_rate, int | float) or not 0 < self.learning_rate < 10:
+        _check_int("embedding_dim", self.embedding_dim, minimum=1)
+        _check_fraction("dropout", self.dropout)
+        _check_fraction("l2", self.l2)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingConfig:
+    """The optimizer and what it starts from.
+
+    learning_rate: Adam's rate at reference_batch_size (the batch it was tuned at).
+    reference_batch_size: the global batch learning_rate was tuned for.
+    lr_scaling: how the rate follows a larger or smaller global batch: 'sqrt' multiplies it by
+      sqrt(global / reference) (suits Adam), 'linear' by global / reference (suits SGD),
+      'none' keeps it.
+    warmup_fraction: when the scaled rate is above learning_rate, the first this-share of
+      train_steps ramps linearly from learning_rate up to the scaled rate, so the first large
+      steps do not throw the fresh weights off.
+    checkpoint_epochs: train_steps is split into at most this many Keras epochs, each ending in
+      a validation pass and a preemption checkpoint. They are not passes over the data: one
+      pass is (examples / global batch) steps.
+    warm_start: start from the weights of the latest blessed model (continuous training on new
+      data) when its layer shapes match; a mismatch (a vocabulary grew) fails with the layers
+      that differ.
+    seed: weight initialization and shuffling.
+    """
+
+    learning_rate: float = 0.0005
+    reference_batch_size: int = 256
+    lr_scaling: str = "sqrt"
+    warmup_fraction: float = 0.1
+    checkpoint_epochs: int = 10
+    warm_start: bool = False
+    seed: int = 42
+
+    def __post_init__(self) -> None:
+        if (isinstance(self.learning_rate, bool) or not isinstance(self.learning_rate, int | float)
+                or not 0 < self.learning_rate < 10):
             raise TrainerConfigError(
-                f"learning_rate={self.learning_rate!r}: expected a number in (0, 10)"
-            )
-        for name in ("dropout", "l2"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
-                raise TrainerConfigError(f"{name}={value!r}: expected a number in [0, 1)")
-        if self.strategy not in STRATEGIES:
-            raise TrainerConfigError(
-                f"strategy={self.strategy!r}: expected one of {', '.join(STRATEGIES)}"
-            )
-        if self.mixed_precision not in PRECISIONS:
-            raise TrainerConfigError(
-                f"mixed_precision={self.mixed_precision!r}: expected one of {', '.join(PRECISIONS)}"
-            )
+                f"learning_rate={self.learning_rate!r}: expected a number in (0, 10)")
+        _check_int("reference_batch_size", self.reference_batch_size, minimum=1)
+        _check_choice("lr_scaling", self.lr_scaling, LR_SCALINGS)
+        _check_fraction("warmup_fraction", self.warmup_fraction)
+        _check_int("checkpoint_epochs", self.checkpoint_epochs, minimum=1)
+        _check_bool("warm_start", self.warm_start)
+        _check_int("seed", self.seed, minimum=0)
+
+
+@dataclasses.dataclass(frozen=True)
+class RuntimeConfig:
+    """Where and how the step runs.
+
+    strategy: 'auto' (a TPU when an address is configured and reachable, else MirroredStrategy
+      over GPUs or CPU devices, or MultiWorkerMirroredStrategy when TF_CONFIG lists several
+      workers), 'tpu' (a TPU or fail: never falls back), 'mirrored', 'multi_worker_mirrored'.
+    tpu_address: TPU name, 'grpc://host:8470', or 'local' on a TPU VM; empty → $TPU_NAME.
+    steps_per_execution: train steps per host round trip; 0 → 32 on TPU, 8 elsewhere.
+    mixed_precision: 'auto' → mixed_bfloat16 on TPU, float32 elsewhere. Exports are float32.
+    jit_compile: compile the train step with XLA (TPUStrategy always compiles with XLA).
+    profile_steps: (first, last) train steps to capture a TensorBoard profile of, into the
+      model run's logs; empty: no profile.
+    export_parity_tolerance: the largest difference allowed between the exported model's
+      predictions and the trained model's on the same raw eval examples (probabilities, or the
+      label's standard deviations for regression); beyond it the Trainer fails.
+    """
+
+    strategy: str = "auto"
+    tpu_address: str = ""
+    steps_per_execution: int = 0
+    mixed_precision: str = "auto"
+    jit_compile: bool = False
+    profile_steps: tuple[int, ...] = ()
+    export_parity_tolerance: float = 0.02
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "profile_steps", tuple(self.profile_steps))
+        _check_choice("strategy", self.strategy, STRATEGIES)
         if not isinstance(self.tpu_address, str):
             raise TrainerConfigError(
                 f"tpu_address={self.tpu_address!r}: expected a string such as 'local', "
-                "'my-tpu' or 'grpc://10.0.0.2:8470'"
-            )
-        for name in ("require_tpu", "jit_compile"):
-            if not isinstance(getattr(self, name), bool):
-                raise TrainerConfigError(f"{name}={getattr(self, name)!r}: expected true or false")
+                "'my-tpu' or 'grpc://10.0.0.2:8470'")
+        _check_int("steps_per_execution", self.steps_per_execution, minimum=0)
+        _check_choice("mixed_precision", self.mixed_precision, PRECISIONS)
+        _check_bool("jit_compile", self.jit_compile)
+        steps = self.profile_steps
+        if steps and (len(steps) != 2 or any(isinstance(s, bool) or not isinstance(s, int)
+                                             for s in steps) or not 1 <= steps[0] <= steps[1]):
+            raise TrainerConfigError(
+                f"profile_steps={steps!r}: expected two train steps 'first,last' with "
+                "1 <= first <= last, e.g. 100,120")
+        _check_fraction("export_parity_tolerance", self.export_parity_tolerance, low_open=True)
 
     @property
     def tpu_required(self) -> bool:
-        return self.require_tpu or self.strategy == "tpu"
+        return self.strategy == "tpu"
+
+
+GROUPS = {"data": DataConfig, "model": ModelConfig, "training": TrainingConfig,
+          "runtime": RuntimeConfig}
+# Setting name → its group.
+SETTINGS = {f.name: group for group, cls in GROUPS.items() for f in dataclasses.fields(cls)}
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainerConfig:
+    """How to train, by concern; see each group for its settings."""
+
+    data: DataConfig = dataclasses.field(default_factory=DataConfig)
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    training: TrainingConfig = dataclasses.field(default_factory=TrainingConfig)
+    runtime: RuntimeConfig = dataclasses.field(default_factory=RuntimeConfig)
+
+    def __post_init__(self) -> None:
+        for group, cls in GROUPS.items():
+            if not isinstance(getattr(self, group), cls):
+                raise TrainerConfigError(
+                    f"{group}={getattr(self, group)!r}: expected a {cls.__name__}")
+
+    @classmethod
+    def create(cls, **settings: Any) -> "TrainerConfig":
+        """A config from settings named without their group (defaults for the rest).
+
+        Raises:
+          TrainerConfigError: an unknown setting, or a value outside its expected form.
+        """
+        return cls().replace(**settings)
+
+    def replace(self, **settings: Any) -> "TrainerConfig":
+        """This config with some settings changed, named without their group."""
+        unknown = sorted(set(settings) - set(SETTINGS))
+        if unknown:
+            raise TrainerConfigError(
+                f"unknown trainer setting(s) {unknown}: expected only {sorted(SETTINGS)}")
+        by_group: dict[str, dict[str, Any]] = {}
+        for name, value in settings.items():
+            by_group.setdefault(SETTINGS[name], {})[name] = value
+        return dataclasses.replace(self, **{
+            group: dataclasses.replace(getattr(self, group), **values)
+            for group, values in by_group.items()})
 
     def to_custom_config(self) -> dict[str, Any]:
         """JSON-serializable form for the Trainer's custom_config."""
         values = dataclasses.asdict(self)
-        values["hidden_units"] = list(self.hidden_units)
+        values["model"]["hidden_units"] = list(self.model.hidden_units)
+        values["runtime"]["profile_steps"] = list(self.runtime.profile_steps)
         return {CUSTOM_CONFIG_KEY: values}
 
     @classmethod
     def from_custom_config(cls, custom_config: dict[str, Any] | None) -> "TrainerConfig":
+        """The config `to_custom_config` wrote.
+
+        Raises:
+          TrainerConfigError: an unknown group or setting, or a value outside its form.
+        """
         values = dict((custom_config or {}).get(CUSTOM_CONFIG_KEY) or {})
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
+        unknown = sorted(set(values) - set(GROUPS))
         if unknown:
             raise TrainerConfigError(
-                f"unknown trainer setting(s) {unknown} in custom_config[{CUSTOM_CONFIG_KEY!r}]: "
-                f"expected only {sorted(known)}"
-            )
-        return cls(**values)
+                f"unknown trainer setting group(s) {unknown} in custom_config"
+                f"[{CUSTOM_CONFIG_KEY!r}]: expected only {sorted(GROUPS)}")
+        groups = {}
+        for group, group_cls in GROUPS.items():
+            given = dict(values.get(group) or {})
+            known = {f.name for f in dataclasses.fields(group_cls)}
+            extra = sorted(set(given) - known)
+            if extra:
+                raise TrainerConfigError(
+                    f"unknown trainer setting(s) {extra} in custom_config"
+                    f"[{CUSTOM_CONFIG_KEY!r}][{group!r}]: expected only {sorted(known)}")
+            groups[group] = group_cls(**given)
+        return cls(**groups)
 
 
 def _check_int(name: str, value: Any, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise TrainerConfigError(f"{name}={value!r}: expected a whole number >= {minimum}")
+
+
+def _check_fraction(name: str, value: Any, low_open: bool = False) -> None:
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not (0 < value <= 1 if low_open else 0 <= value < 1)):
+        raise TrainerConfigError(
+            f"{name}={value!r}: expected a number in {'(0, 1]' if low_open else '[0, 1)'}")
+
+
+def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise TrainerConfigError(f"{name}={value!r}: expected one of {', '.join(choices)}")
+
+
+def _check_bool(name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise TrainerConfigError(f"{name}={value!r}: expected true or false")

@@ -84,6 +84,7 @@ def make_dataset(
     spec: DatasetSpec,
     training: bool,
     seed: int = 42,
+    cache: bool = True,
     input_context: tf.distribute.InputContext | None = None,
 ) -> tf.data.Dataset:
     """Batches of ({model input: [batch_size]}, label [batch_size, 1]) for one replica (and a
@@ -91,6 +92,8 @@ def make_dataset(
 
     training=True: reshuffled every epoch. training=False: in file order. Both repeat endlessly,
     so a caller takes `count_batches(...)` steps for exactly one pass over the eval data.
+    cache=True keeps the parsed batches in memory after the first pass; False re-reads the
+    files every pass (a split larger than memory).
     """
     check_static_feature_spec(feature_spec)
     files = list_files(file_patterns)
@@ -114,7 +117,8 @@ def make_dataset(
         lambda records: _split_label(tf.io.parse_example(records, feature_spec), spec),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
-    ds = ds.cache()
+    if cache:
+        ds = ds.cache()
     if training:
         ds = ds.shuffle(SHUFFLE_BUFFER_BATCHES, seed=seed, reshuffle_each_iteration=True)
     ds = ds.repeat()
@@ -150,6 +154,7 @@ def distributed_dataset(
     spec: DatasetSpec,
     training: bool,
     seed: int = 42,
+    cache: bool = True,
 ) -> tf.distribute.DistributedDataset:
     """Per-replica datasets: global batch = per-replica batch × num_replicas_in_sync."""
     global_batch = per_replica_batch_size * strategy.num_replicas_in_sync
@@ -162,6 +167,7 @@ def distributed_dataset(
             spec=spec,
             training=training,
             seed=seed,
+            cache=cache,
             input_context=context,
         )
 

@@ -42,7 +42,8 @@ def category_sizes(spec: DatasetSpec, tf_transform_output: tft.TFTransformOutput
 def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
                 label_scale: tuple[float, float] = NO_SCALE) -> tf_keras.Model:
     """Builds (uncompiled) the spec's model under the current dtype policy."""
-    regularizer = tf_keras.regularizers.L2(config.l2) if config.l2 else None
+    settings = config.model
+    regularizer = tf_keras.regularizers.L2(settings.l2) if settings.l2 else None
     inputs = {}
     parts = []
     numeric = []
@@ -50,7 +51,7 @@ def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
         if out.kind == CATEGORY:
             inputs[out.name] = tf_keras.Input(shape=(), dtype=tf.int32, name=out.name)
             parts.append(tf_keras.layers.Embedding(
-                sizes[out.name], config.embedding_dim, name=f"{out.name}_embedding",
+                sizes[out.name], settings.embedding_dim, name=f"{out.name}_embedding",
                 embeddings_regularizer=regularizer)(inputs[out.name]))
         else:
             inputs[out.name] = tf_keras.Input(shape=(), dtype=tf.float32, name=out.name)
@@ -59,21 +60,22 @@ def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
         parts.insert(0, tf_keras.layers.Concatenate(name="numeric")(numeric)
                      if len(numeric) > 1 else numeric[0])
     x = tf_keras.layers.Concatenate(name="all_features")(parts) if len(parts) > 1 else parts[0]
-    for i, width in enumerate(config.hidden_units):
+    for i, width in enumerate(settings.hidden_units):
         x = tf_keras.layers.Dense(width, activation="relu", name=f"hidden_{i}",
                                   kernel_regularizer=regularizer)(x)
-        if config.dropout:
-            x = tf_keras.layers.Dropout(config.dropout, name=f"dropout_{i}")(x)
+        if settings.dropout:
+            x = tf_keras.layers.Dropout(settings.dropout, name=f"dropout_{i}")(x)
     output = spec.task_info.head(spec.num_classes, label_scale)(x)
     return tf_keras.Model(inputs=inputs, outputs=output, name=spec.name or spec.task)
 
 
-def compile_model(model: tf_keras.Model, config: TrainerConfig, spec: DatasetSpec,
-                  steps_per_execution: int, jit_compile: bool,
-                  label_scale: tuple[float, float] = NO_SCALE) -> None:
+def compile_model(model: tf_keras.Model, spec: DatasetSpec, *,
+                  optimizer: tf_keras.optimizers.Optimizer, steps_per_execution: int,
+                  jit_compile: bool, label_scale: tuple[float, float] = NO_SCALE) -> None:
+    """Compiles with the task's loss and weighted metrics (the plan chooses the rest)."""
     task = spec.task_info
     model.compile(
-        optimizer=tf_keras.optimizers.Adam(learning_rate=config.learning_rate),
+        optimizer=optimizer,
         loss=task.loss(spec.regression_loss, label_scale),
         # Weighted, so rows without a label (weight 0, missing_labels="drop") count nowhere;
         # with no weights they are the plain metrics.

@@ -1,7 +1,7 @@
 """Picks the tf.distribute strategy, in one place: TPU first, then GPUs/CPU devices.
 
 Every outcome is logged with its reason and replica count. A TPU that was asked for but cannot
-be reached is never silently replaced by the CPU when `require_tpu` (or strategy='tpu') is set.
+be reached is never silently replaced by the CPU when strategy='tpu'.
 """
 
 import dataclasses
@@ -44,7 +44,7 @@ DEFAULT_TPU_RUNTIME = TPURuntime()
 
 def tpu_address(config: TrainerConfig) -> str:
     """The configured TPU address, else $TPU_NAME, else ''."""
-    return config.tpu_address or os.environ.get("TPU_NAME", "")
+    return config.runtime.tpu_address or os.environ.get("TPU_NAME", "")
 
 
 def _worker_count() -> int:
@@ -70,9 +70,10 @@ def _mirrored() -> tf.distribute.MirroredStrategy:
 def local_replica_count(config: TrainerConfig) -> int | None:
     """Replicas `get_distribution_strategy` will give on this machine, or None when that
     depends on hardware not visible from here (a TPU, other workers in TF_CONFIG)."""
-    remote = (config.strategy == "multi_worker_mirrored" or config.tpu_required
+    runtime = config.runtime
+    remote = (runtime.strategy == "multi_worker_mirrored" or runtime.tpu_required
               or tpu_address(config) or _worker_count() > 1)
-    if remote and config.strategy != "mirrored":
+    if remote and runtime.strategy != "mirrored":
         return None
     return len(tf.config.list_logical_devices("GPU")) or len(tf.config.list_logical_devices("CPU"))
 
@@ -89,9 +90,10 @@ def get_distribution_strategy(
 ) -> tf.distribute.Strategy:
     """Returns the strategy the config asks for, logging which one and why."""
     runtime = runtime or DEFAULT_TPU_RUNTIME
-    if config.strategy == "mirrored":
+    settings = config.runtime
+    if settings.strategy == "mirrored":
         return _log(_mirrored(), "strategy='mirrored' in the trainer config")
-    if config.strategy == "multi_worker_mirrored":
+    if settings.strategy == "multi_worker_mirrored":
         return _log(
             tf.distribute.MultiWorkerMirroredStrategy(),
             "strategy='multi_worker_mirrored' in the trainer config",
@@ -102,11 +104,11 @@ def get_distribution_strategy(
         try:
             strategy = _connect_tpu(address, runtime)
         except (ValueError, RuntimeError, OSError, tf.errors.OpError) as e:
-            if config.tpu_required:
+            if settings.tpu_required:
                 raise TPUUnavailableError(
                     f"no TPU reachable at tpu_address={address!r} ({type(e).__name__}: {e}). "
-                    "A TPU is required (require_tpu / strategy='tpu'): check the TPU name and "
-                    "zone, use 'local' on a TPU VM, or unset require_tpu to train on GPU/CPU."
+                    "strategy='tpu' requires one: check the TPU name and zone, use 'local' on a "
+                    "TPU VM, or set strategy='auto' to fall back to GPU/CPU."
                 ) from e
             logging.warning("TPU at %r not reachable (%s: %s); falling back.", address,
                             type(e).__name__, e)
@@ -114,9 +116,9 @@ def get_distribution_strategy(
         else:
             return _log(strategy, f"TPU resolved at {address!r}")
     else:
-        if config.tpu_required:
+        if settings.tpu_required:
             raise TPUUnavailableError(
-                "a TPU is required (require_tpu / strategy='tpu') but no TPU address is set: "
+                "strategy='tpu' requires a TPU, but no TPU address is set: "
                 "set tpu_address in the trainer config ('local' on a TPU VM, a TPU name, or "
                 "'grpc://host:8470') or the TPU_NAME environment variable."
             )

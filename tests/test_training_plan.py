@@ -1,0 +1,214 @@
+"""The training plan's decisions, on real Transform output: learning-rate scaling and warmup,
+the input cache, the profiler, the export parity gate and warm start.
+
+Everything runs for real on this CPU; nothing here stands in for a TPU.
+"""
+
+import glob
+import logging
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_transform as tft
+from tfx.components.trainer.fn_args_utils import FnArgs
+
+from trainer_module import cache_size, data, export, model, parity, plan, run, warm_start
+from trainer_module.config import TrainerConfig
+from trainer_module.executor import RAW_EVAL_FILES_KEY
+
+
+def _fn_args(data_, out, steps: int, base_model: str | None = None, **settings) -> FnArgs:
+    return FnArgs(
+        train_files=[data_.train_files], eval_files=[data_.eval_files], train_steps=steps,
+        eval_steps=None, transform_output=data_.transform_dir, base_model=base_model,
+        serving_model_dir=os.path.join(out, "serving"), model_run_dir=os.path.join(out, "run"),
+        custom_config={**TrainerConfig.create(**settings).to_custom_config(),
+                       **data_.spec.to_custom_config(),
+                       RAW_EVAL_FILES_KEY: [data_.raw_eval_files]})
+
+
+# --- Learning rate --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rule, factor", [("none", 1.0), ("linear", 8.0), ("sqrt", 8 ** 0.5)])
+def test_learning_rate_follows_the_global_batch_by_the_rule(rule, factor):
+    config = TrainerConfig.create(lr_scaling=rule, reference_batch_size=256)
+    assert plan.learning_rate_scale(config, 8 * 256) == pytest.approx(factor)
+    assert plan.learning_rate_scale(config, 256) == 1.0
+
+
+def test_warmup_ramps_from_the_reference_rate_to_the_scaled_rate(transformed_data):
+    dist = tf.distribute.get_strategy()
+    config = TrainerConfig.create(global_batch_size=1024, reference_batch_size=256,
+                                  learning_rate=0.001, lr_scaling="linear", warmup_fraction=0.1)
+    training = plan.make_plan(config, transformed_data.spec, 400, dist=dist)
+    assert training.peak_learning_rate == pytest.approx(0.004)
+    assert training.warmup_steps == 40
+    rate = training.learning_rate()
+    assert [round(float(rate(step)), 6) for step in (0, 20, 40, 400)] == [
+        0.001, 0.0025, 0.004, 0.004]
+    # At or below the reference batch there is nothing to warm up to.
+    small = plan.make_plan(config.replace(global_batch_size=128), transformed_data.spec, 400,
+                           dist=dist)
+    assert small.warmup_steps == 0 and float(small.learning_rate()(0)) == pytest.approx(0.0005)
+
+
+# --- Input cache ----------------------------------------------------------------------------
+
+def test_record_estimate_is_exact_on_a_file_read_whole(transformed_data):
+    assert cache_size.estimated_records([transformed_data.train_files]) == 1000
+
+
+def test_record_estimate_from_a_sample_of_the_files(transformed_data, monkeypatch, tmp_path):
+    # Ten copies of the split, and a sample of only the first file's start.
+    files = []
+    with open(transformed_data.train_files, "rb") as f:
+        content = f.read()
+    for i in range(10):
+        files.append(str(tmp_path / f"part-{i}.gz"))
+        with open(files[-1], "wb") as f:
+            f.write(content)
+    monkeypatch.setattr(cache_size, "SAMPLE_BYTES", len(content) // 3)
+    estimate = cache_size.estimated_records(files)
+    assert abs(estimate - 10_000) / 10_000 < 0.15, estimate
+
+
+def test_auto_cache_keeps_a_split_in_memory_only_when_it_fits(transformed_data, monkeypatch):
+    spec = transformed_data.spec
+    splits = {"train": transformed_data.train_files, "eval": transformed_data.eval_files}
+    per_example = cache_size.bytes_per_example(spec)
+    assert per_example == 4 * (len(spec.model_outputs()) + 1)
+    ram = 100 * 1000 * per_example  # the train split takes 1% of it, eval 0.5%
+    monkeypatch.setattr(cache_size, "host_memory_bytes", lambda: ram)
+
+    def decide(**settings):
+        return cache_size.decide(TrainerConfig.create(**settings).data, spec, splits)
+
+    fits = decide(cache="auto", cache_memory_fraction=0.02)
+    assert fits.cached == {"train": True, "eval": True}
+    assert fits.estimated == {"train": 1000 * per_example, "eval": 500 * per_example}
+    only_eval = decide(cache="auto", cache_memory_fraction=0.008)
+    assert only_eval.cached == {"train": False, "eval": True}
+    assert "train ~0.1 MB streamed from files" in only_eval.describe()
+    assert decide(cache="auto", cache_memory_fraction=0.001).cached == {"train": False,
+                                                                         "eval": False}
+    assert decide(cache="memory", cache_memory_fraction=0.001).cached["train"] is True
+    assert decide(cache="none").cached == {"train": False, "eval": False}
+
+
+def test_streamed_split_gives_the_same_batches_every_pass(transformed_data):
+    feature_spec = tft.TFTransformOutput(
+        transformed_data.transform_dir).transformed_feature_spec()
+
+    def two_passes(cache: bool) -> list[np.ndarray]:
+        ds = data.make_dataset(transformed_data.eval_files, feature_spec, 100,
+                               spec=transformed_data.spec, training=False, cache=cache)
+        return [label.numpy() for _, label in ds.take(10)]
+
+    assert all(np.array_equal(a, b) for a, b in zip(two_passes(True), two_passes(False),
+                                                       strict=True))
+
+
+def test_host_memory_is_the_smaller_of_ram_and_the_container_limit(monkeypatch, tmp_path):
+    limit = tmp_path / "memory.max"
+    limit.write_text("1073741824\n")
+    monkeypatch.setattr(cache_size, "CGROUP_LIMITS", (str(limit),))
+    assert cache_size.host_memory_bytes() == 1 << 30
+    limit.write_text("max\n")  # no limit set
+    assert cache_size.host_memory_bytes() > 1 << 30
+
+
+# --- The Trainer run: profiler, parity, warm start ------------------------------------------
+
+@pytest.fixture(scope="module")
+def baseline(transformed_data, tmp_path_factory) -> FnArgs:
+    """A Trainer run with a profile of steps 3 to 4, whose export later runs warm-start from."""
+    args = _fn_args(transformed_data, str(tmp_path_factory.mktemp("baseline")), 16,
+                    per_replica_batch_size=64, steps_per_execution=2, profile_steps=(3, 4),
+                    cache="none")
+    run.run_fn(args)
+    return args
+
+
+def test_profile_is_written_into_the_model_runs_logs(baseline):
+    traces = glob.glob(os.path.join(baseline.model_run_dir, "logs", "plugins", "profile", "*",
+                                     "*.xplane.pb"))
+    assert len(traces) == 1 and os.path.getsize(traces[0]) > 0
+
+
+def test_export_parity_passes_on_a_faithful_export(transformed_data, tmp_path, caplog):
+    args = _fn_args(transformed_data, str(tmp_path), 8, per_replica_batch_size=64,
+                    mixed_precision="mixed_bfloat16")
+    with caplog.at_level(logging.INFO, logger="absl"):
+        run.run_fn(args)
+    [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Export parity")]
+    assert "on 256 raw eval examples (tolerance 0.02)" in line
+
+
+def test_export_that_answers_otherwise_fails_the_trainer(transformed_data, tmp_path,
+                                                         monkeypatch):
+    faithful = export.float32_copy
+
+    def shifted_copy(*args, **kwargs):
+        copy = faithful(*args, **kwargs)
+        head = copy.get_layer("head")
+        kernel, bias = head.get_weights()
+        head.set_weights([kernel, bias + 1.0])  # every logit moved: probabilities shift
+        return copy
+
+    monkeypatch.setattr(export, "float32_copy", shifted_copy)
+    args = _fn_args(transformed_data, str(tmp_path), 8, per_replica_batch_size=64)
+    with pytest.raises(parity.ExportParityError,
+                       match=r"export parity failed: max \|served - trained\| = 0\.\d+ on 256 "
+                             r"raw eval examples \(tolerance 0\.02\); at eval example #\d+"):
+        run.run_fn(args)
+
+
+def test_trainer_without_raw_eval_examples_says_what_is_missing(transformed_data, tmp_path):
+    args = _fn_args(transformed_data, str(tmp_path), 8)
+    del args.custom_config[RAW_EVAL_FILES_KEY]
+    with pytest.raises(ValueError, match="custom_config has no 'raw_eval_files'"):
+        run.run_fn(args)
+
+
+def _plan(transformed_data, **settings) -> plan.TrainingPlan:
+    return plan.make_plan(TrainerConfig.create(per_replica_batch_size=64, **settings),
+                          transformed_data.spec, 16, dist=tf.distribute.get_strategy())
+
+
+def test_warm_start_loads_the_baselines_weights_before_the_first_step(transformed_data,
+                                                                      baseline):
+    tft_output = tft.TFTransformOutput(transformed_data.transform_dir)
+    keras_model = _plan(transformed_data).compiled_model(tft_output)
+    expected = warm_start.baseline_weights(baseline.serving_model_dir)
+    assert not all(np.array_equal(v.numpy(), expected[v.name.split(":")[0]])
+                   for v in keras_model.weights)  # a fresh model differs
+    assert warm_start.restore(keras_model, baseline.serving_model_dir) == len(
+        keras_model.weights)
+    for variable in keras_model.weights:
+        np.testing.assert_array_equal(variable.numpy(), expected[variable.name.split(":")[0]])
+
+
+def test_warm_start_names_the_layers_a_grown_vocabulary_changed(transformed_data, baseline):
+    tft_output = tft.TFTransformOutput(transformed_data.transform_dir)
+    training = _plan(transformed_data)
+    sizes = model.category_sizes(transformed_data.spec, tft_output)
+    grown = {**sizes, "company_xf": sizes["company_xf"] + 5}
+    keras_model = training.compiled_model(
+        tft_output, build=lambda: model.build_model(training.config, training.spec, grown))
+    with pytest.raises(warm_start.WarmStartError,
+                       match=r"company_xf_embedding/embeddings is \[\d+, 4\] in the baseline, "
+                             r"\[\d+, 4\] now.*set warm_start=false"):
+        warm_start.restore(keras_model, baseline.serving_model_dir)
+
+
+def test_warm_started_trainer_run(transformed_data, baseline, tmp_path, caplog):
+    args = _fn_args(transformed_data, str(tmp_path), 8, per_replica_batch_size=64,
+                    warm_start=True, base_model=baseline.serving_model_dir)
+    with caplog.at_level(logging.INFO, logger="absl"):
+        run.run_fn(args)
+    assert f"Warm start: 11 variables from {baseline.serving_model_dir}" in caplog.text
+    no_base = _fn_args(transformed_data, str(tmp_path / "no-base"), 8, warm_start=True)
+    with pytest.raises(ValueError, match="warm_start=true but the Trainer got no base_model"):
+        run.run_fn(no_base)

@@ -1,0 +1,39 @@
+"""The Trainer's executor: TFX's GenericExecutor, plus the raw eval examples for `run_fn`.
+
+`run_fn` trains on Transform's output, but its export parity gate (trainer_module/parity.py)
+calls the exported model as a client does, with raw tf.Examples. The Trainer component of this
+pipeline (pipeline/trainer_component.py) has one more input, `raw_examples` (ExampleGen's
+output); this executor hands the file pattern of its eval split to `run_fn` in
+`custom_config`. It lives here, not in pipeline/, because the TPU trainer image runs it.
+"""
+
+from typing import Any
+
+from tfx import types
+from tfx.components.trainer import executor as trainer_executor
+from tfx.components.trainer.fn_args_utils import FnArgs
+from tfx.types import standard_artifact_utils
+from tfx.utils import io_utils
+
+# The Trainer's input with ExampleGen's raw examples.
+RAW_EXAMPLES_KEY = "raw_examples"
+# The custom_config key that carries the raw eval split's file patterns to run_fn.
+RAW_EVAL_FILES_KEY = "raw_eval_files"
+EVAL_SPLIT = "eval"
+
+
+class Executor(trainer_executor.GenericExecutor):
+    """GenericExecutor whose FnArgs also name the raw eval examples."""
+
+    def _GetFnArgs(self, input_dict: dict[str, list[types.Artifact]],  # noqa: N802 (TFX's name)
+                   output_dict: dict[str, list[types.Artifact]],
+                   exec_properties: dict[str, Any]) -> FnArgs:
+        fn_args = super()._GetFnArgs(input_dict, output_dict, exec_properties)
+        raw = input_dict.get(RAW_EXAMPLES_KEY)
+        if raw:
+            fn_args.custom_config = {
+                **(fn_args.custom_config or {}),
+                RAW_EVAL_FILES_KEY: [io_utils.all_files_pattern(uri) for uri in
+                                     standard_artifact_utils.get_split_uris(raw, EVAL_SPLIT)],
+            }
+        return fn_args

@@ -1,0 +1,231 @@
+"""The training plan: strategy → replicas → per-replica and global batch → steps_per_execution
+→ precision → learning rate → model → optimizer → compile, decided in one place.
+
+`run_fn`, `make tpu-check` and the bench each build a `TrainingPlan` and take their datasets
+and compiled model from it, so the step they run is the same step. `make tpu-check` asks for
+the plan a TPU would get (`as_tpu=True`): TPU precision, TPU steps per execution and XLA, on
+whatever devices this host has.
+"""
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import tensorflow as tf
+import tensorflow_transform as tft
+import tf_keras
+from absl import logging
+
+from trainer_module import cache_size, data, model, strategy
+from trainer_module.config import TrainerConfig
+from trainer_module.dataset_spec import DatasetSpec
+
+# Train steps per host round trip when the config says 0 (auto): a TPU idles between
+# executions, and even on CPU a small step costs less than Keras' per-call overhead.
+TPU_STEPS_PER_EXECUTION = 32
+DEFAULT_STEPS_PER_EXECUTION = 8
+
+
+class PlanError(ValueError):
+    """The settings cannot make a plan on this strategy (batch, steps, profile range)."""
+
+
+def per_replica_batch_size(config: TrainerConfig, replicas: int) -> int:
+    """The configured per-replica batch, or global_batch_size split evenly over the replicas."""
+    settings = config.data
+    if not settings.global_batch_size:
+        return settings.per_replica_batch_size
+    if settings.global_batch_size % replicas:
+        lower = settings.global_batch_size // replicas * replicas
+        raise PlanError(
+            f"global_batch_size={settings.global_batch_size} is not divisible by the {replicas} "
+            f"replicas of this strategy: use a multiple of {replicas} (e.g. {lower or replicas} "
+            f"or {lower + replicas}), or set per_replica_batch_size instead"
+        )
+    return settings.global_batch_size // replicas
+
+
+def learning_rate_scale(config: TrainerConfig, global_batch: int) -> float:
+    """The factor the configured rule applies to learning_rate at this global batch."""
+    ratio = global_batch / config.training.reference_batch_size
+    return {"none": 1.0, "linear": ratio, "sqrt": math.sqrt(ratio)}[config.training.lr_scaling]
+
+
+class WarmupRate(tf_keras.optimizers.schedules.LearningRateSchedule):
+    """Linear ramp from `start` to `peak` over `warmup_steps`, then `peak`."""
+
+    def __init__(self, start: float, peak: float, warmup_steps: int) -> None:
+        self.start, self.peak, self.warmup_steps = start, peak, warmup_steps
+
+    def __call__(self, step: tf.Tensor) -> tf.Tensor:
+        if not self.warmup_steps:
+            return tf.constant(self.peak, tf.float32)
+        done = tf.minimum(tf.cast(step, tf.float32) / self.warmup_steps, 1.0)
+        return self.start + (self.peak - self.start) * done
+
+    def get_config(self) -> dict:
+        return {"start": self.start, "peak": self.peak, "warmup_steps": self.warmup_steps}
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingPlan:
+    """Every decision between the settings and `model.fit`; build with `make_plan`."""
+
+    config: TrainerConfig
+    spec: DatasetSpec
+    strategy: tf.distribute.Strategy
+    tpu: bool  # the step is built as a TPU runs it
+    per_replica_batch: int
+    steps_per_execution: int
+    precision: str
+    jit_compile: bool
+    train_steps: int
+
+    @property
+    def replicas(self) -> int:
+        return self.strategy.num_replicas_in_sync
+
+    @property
+    def global_batch(self) -> int:
+        return self.per_replica_batch * self.replicas
+
+    @property
+    def peak_learning_rate(self) -> float:
+        return self.config.training.learning_rate * learning_rate_scale(self.config,
+                                                                        self.global_batch)
+
+    @property
+    def warmup_steps(self) -> int:
+        if self.peak_learning_rate <= self.config.training.learning_rate:
+            return 0
+        return int(self.train_steps * self.config.training.warmup_fraction)
+
+    @property
+    def epochs(self) -> int:
+        """The most Keras epochs (≤ checkpoint_epochs) that divide train_steps exactly."""
+        most = min(self.config.training.checkpoint_epochs, self.train_steps)
+        return max(d for d in range(1, most + 1) if self.train_steps % d == 0)
+
+    def describe(self) -> str:
+        return (
+            f"{self.spec.name} ({self.spec.task}) {self.train_steps} steps in {self.epochs} "
+            f"epochs: replicas={self.replicas} per-replica batch={self.per_replica_batch} "
+            f"global batch={self.global_batch} steps_per_execution={self.steps_per_execution} "
+            f"precision={self.precision} jit_compile={self.jit_compile} learning rate="
+            f"{self.peak_learning_rate:.6g} ({self.config.training.lr_scaling} scaling from "
+            f"{self.config.training.learning_rate:g} at batch "
+            f"{self.config.training.reference_batch_size}, warmup {self.warmup_steps} steps)"
+        )
+
+    def learning_rate(self) -> WarmupRate:
+        return WarmupRate(self.config.training.learning_rate, self.peak_learning_rate,
+                          self.warmup_steps)
+
+    def profile_executions(self) -> tuple[int, int] | int:
+        """Keras' TensorBoard `profile_batch` for the configured train steps.
+
+        Keras counts a batch per host round trip, so steps map to executions of
+        steps_per_execution steps each.
+        """
+        steps = self.config.runtime.profile_steps
+        if not steps:
+            return 0
+        return (math.ceil(steps[0] / self.steps_per_execution),
+                math.ceil(steps[1] / self.steps_per_execution))
+
+    def dataset(self, files: str | list[str], feature_spec: dict, *, training: bool,
+                cache: bool) -> tf.distribute.DistributedDataset:
+        return data.distributed_dataset(
+            self.strategy, files, feature_spec, self.per_replica_batch, spec=self.spec,
+            training=training, seed=self.config.training.seed, cache=cache)
+
+    def datasets(self, train_files: str | list[str], eval_files: str | list[str],
+                 feature_spec: dict) -> tuple[tf.distribute.DistributedDataset,
+                                              tf.distribute.DistributedDataset]:
+        """(train, eval) per-replica datasets, each cached in memory when the plan's cache
+        setting lets it."""
+        decision = cache_size.decide(self.config.data, self.spec,
+                                     {"train": train_files, "eval": eval_files})
+        logging.info("Input cache: %s", decision.describe())
+        return (self.dataset(train_files, feature_spec, training=True,
+                             cache=decision.cached["train"]),
+                self.dataset(eval_files, feature_spec, training=False,
+                             cache=decision.cached["eval"]))
+
+    def compiled_model(
+        self,
+        tf_transform_output: tft.TFTransformOutput,
+        label_scale: tuple[float, float] = model.NO_SCALE,
+        build: Callable[[], tf_keras.Model] | None = None,
+    ) -> tf_keras.Model:
+        """The spec's model (or `build()`'s), built under the plan's precision policy in the
+        strategy's scope, and compiled with the plan's optimizer, steps and XLA setting."""
+        tf_keras.utils.set_random_seed(self.config.training.seed)
+        tf_keras.mixed_precision.set_global_policy(self.precision)
+        try:
+            with self.strategy.scope():
+                keras_model = build() if build else model.build_model(
+                    self.config, self.spec, model.category_sizes(self.spec, tf_transform_output),
+                    label_scale)
+                model.compile_model(
+                    keras_model, self.spec,
+                    optimizer=tf_keras.optimizers.Adam(learning_rate=self.learning_rate()),
+                    steps_per_execution=self.steps_per_execution, jit_compile=self.jit_compile,
+                    label_scale=label_scale)
+        finally:
+            # Layers keep the policy they were built with; what is built later (the float32
+            # export) starts from float32.
+            tf_keras.mixed_precision.set_global_policy("float32")
+        return keras_model
+
+
+def make_plan(config: TrainerConfig, spec: DatasetSpec, train_steps: int, *,
+              dist: tf.distribute.Strategy | None = None, as_tpu: bool = False) -> TrainingPlan:
+    """Decides the plan for these settings.
+
+    Args:
+      config: the trainer settings.
+      spec: the dataset spec (task, features).
+      train_steps: the number of train steps the run takes.
+      dist: the strategy to use; default: `strategy.get_distribution_strategy(config)`.
+      as_tpu: build the step as a TPU runs it (precision, steps per execution, XLA) even when
+        `dist` is not a TPUStrategy, for `make tpu-check` on any host.
+
+    Returns:
+      The plan.
+
+    Raises:
+      PlanError: global_batch_size does not divide over the replicas, or profile_steps lies
+        beyond train_steps.
+      strategy.TPUUnavailableError: strategy='tpu' and no TPU is reachable.
+    """
+    dist = dist or strategy.get_distribution_strategy(config)
+    tpu = as_tpu or strategy.is_tpu(dist)
+    runtime = config.runtime
+    precision = runtime.mixed_precision
+    if precision == "auto":
+        precision = "mixed_bfloat16" if tpu else "float32"
+    spe = runtime.steps_per_execution or (
+        TPU_STEPS_PER_EXECUTION if tpu else DEFAULT_STEPS_PER_EXECUTION)
+    if runtime.profile_steps and runtime.profile_steps[1] > train_steps:
+        raise PlanError(f"profile_steps={runtime.profile_steps!r}: the run has only "
+                        f"{train_steps} train steps; profile steps within 1..{train_steps}")
+    plan = TrainingPlan(
+        config=config, spec=spec, strategy=dist, tpu=tpu,
+        per_replica_batch=per_replica_batch_size(config, dist.num_replicas_in_sync),
+        steps_per_execution=spe, precision=precision,
+        # TPUStrategy compiles every step with XLA; elsewhere XLA is a setting.
+        jit_compile=runtime.jit_compile or as_tpu, train_steps=train_steps)
+    if tpu:
+        _warn_if_not_tpu_sized(plan)
+    return plan
+
+
+def _warn_if_not_tpu_sized(plan: TrainingPlan) -> None:
+    """TPU matrix units are 128 wide: other sizes pad and waste the difference."""
+    odd = [f"per_replica_batch_size={plan.per_replica_batch}"] if plan.per_replica_batch % 128 \
+        else []
+    odd += [f"hidden width {w}" for w in plan.config.model.hidden_units if w % 128]
+    if odd:
+        logging.warning("On TPU, sizes that are not multiples of 128 waste the MXU: %s",
+                        ", ".join(odd))
