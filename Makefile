@@ -70,7 +70,8 @@ report: venv
 test-e2e: venv browser
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m e2e
 
-# Does the Trainer's step compile with XLA and keep static shapes? Needs a `make run` first.
+# Does the Trainer's TPU step (bfloat16, XLA) compile and keep static shapes, and can this host's
+# input function feed it? Needs a `make run` first; on a TPU VM it runs on the TPU.
 tpu-check: venv
 	$(BIN)/python -m pipeline.tpu_check $(DATASET_ARGS)
 

@@ -336,6 +336,21 @@ def test_shipped_penguins_run_end_to_end_as_a_multiclass_task(tmp_path):
     assert {"overall", "island=Biscoe", "island=Dream", "island=Torgersen"} <= slices
     assert "slices.png" in page.images
 
+    # Warm start: the next run's Trainer begins from the model just blessed (TFX hands it the
+    # resolver's Model as base_model), so it re-executes although nothing else changed.
+    blessed = _newest_artifact_uri(metadata, "Model")
+    result = subprocess.run(
+        [sys.executable, RUNNER, "--dataset", "penguins", "--output-dir", str(output)],
+        env=_env(output, TRAIN_STEPS="20", WARM_START="true"), capture_output=True, text=True,
+        timeout=900)
+    assert result.returncode == 0, result.stderr[-4000:]
+    states = mlmd_records.latest_run(metadata).states
+    assert states["warm_start_resolver"] == "COMPLETE" and states["Trainer"] == "COMPLETE"
+    assert states["Transform"] == "CACHED"
+    assert re.search(rf"Warm start: \d+ variables from {re.escape(blessed)}/Format-Serving",
+                     result.stdout + result.stderr)
+    assert "Export parity: max |served - trained|" in result.stdout + result.stderr
+
 
 def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     """A newcomer's path: `make dataset` on new data (the penguins' body mass as a regression

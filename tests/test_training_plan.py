@@ -29,6 +29,28 @@ def _fn_args(data_, out, steps: int, base_model: str | None = None, **settings) 
                        RAW_EVAL_FILES_KEY: [data_.raw_eval_files]})
 
 
+# --- One plan --------------------------------------------------------------------------------
+
+def test_the_step_is_planned_in_one_place():
+    """run_fn, make tpu-check and the bench take strategy, precision and compile from the plan;
+    only the float32 export sets a policy of its own."""
+    import ast
+
+    calls: dict[str, set[str]] = {}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for folder in ("trainer_module", "pipeline", "bench"):
+        for path in glob.glob(os.path.join(root, folder, "*.py")):
+            for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+                if isinstance(node, ast.Call):
+                    name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+                    calls.setdefault(name, set()).add(os.path.relpath(path, root))
+    assert calls["compile_model"] == {"trainer_module/plan.py"}
+    assert calls["get_distribution_strategy"] == {"trainer_module/plan.py"}
+    assert calls["set_global_policy"] == {"trainer_module/plan.py", "trainer_module/export.py"}
+    assert {"trainer_module/run.py", "trainer_module/tpu_check.py",
+            "bench/throughput.py"} <= calls["make_plan"]
+
+
 # --- Learning rate --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("rule, factor", [("none", 1.0), ("linear", 8.0), ("sqrt", 8 ** 0.5)])
@@ -209,6 +231,10 @@ def test_warm_started_trainer_run(transformed_data, baseline, tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="absl"):
         run.run_fn(args)
     assert f"Warm start: 11 variables from {baseline.serving_model_dir}" in caplog.text
+    # The first run of a pipeline has no blessed model to start from: it says so and trains.
+    caplog.clear()
     no_base = _fn_args(transformed_data, str(tmp_path / "no-base"), 8, warm_start=True)
-    with pytest.raises(ValueError, match="warm_start=true but the Trainer got no base_model"):
+    with caplog.at_level(logging.INFO, logger="absl"):
         run.run_fn(no_base)
+    assert "warm_start=true, but there is no blessed model yet" in caplog.text
+    assert "Warm start:" not in caplog.text

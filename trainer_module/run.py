@@ -56,8 +56,8 @@ def run_fn(fn_args: FnArgs) -> None:
         when warm_start is on.
 
     Raises:
-      ValueError: settings that make no plan on this strategy, local paths on a TPU, or a
-        missing input.
+      ValueError: settings that make no plan on this strategy, local paths on a TPU, or no
+        raw eval examples.
       warm_start.WarmStartError: the blessed model's shapes do not fit the new model.
       parity.ExportParityError: the export does not answer as the trained model does.
     """
@@ -68,8 +68,8 @@ def run_fn(fn_args: FnArgs) -> None:
     if plan.tpu:
         check_tpu_paths(fn_args)
     if config.training.warm_start and not fn_args.base_model:
-        raise ValueError("warm_start=true but the Trainer got no base_model: the pipeline "
-                         "feeds the latest blessed model when warm_start is set (pipeline/dag.py)")
+        logging.warning("warm_start=true, but there is no blessed model yet (the pipeline's "
+                        "first blessing is still to come): this model trains from scratch")
 
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
     train_ds, eval_ds = plan.datasets(fn_args.train_files, fn_args.eval_files,
@@ -80,7 +80,7 @@ def run_fn(fn_args: FnArgs) -> None:
     logging.info("Training %s", plan.describe())
 
     keras_model = plan.compiled_model(tf_transform_output, label_scale)
-    if config.training.warm_start:
+    if config.training.warm_start and fn_args.base_model:
         warm_start.restore(keras_model, fn_args.base_model)
     started = time.monotonic()
     keras_model.fit(

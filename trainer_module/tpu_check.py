@@ -20,7 +20,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras
 
-from trainer_module import data, strategy
+from trainer_module import data
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.plan import TrainingPlan, make_plan
@@ -164,8 +164,7 @@ def check(
     build_model: another model to check (built by the plan); default: the Trainer's.
     budget: also measure the input function against the step (skipped when XLA fails).
     """
-    plan = make_plan(config, spec, steps, as_tpu=True,
-                     dist=strategy.get_distribution_strategy(config))
+    plan = make_plan(config, spec, steps, as_tpu=True)
     plan = dataclasses.replace(plan, steps_per_execution=min(plan.steps_per_execution, steps))
     tft_output = tft.TFTransformOutput(transform_output)
     dataset = plan.dataset(train_files, tft_output.transformed_feature_spec(), training=True,
