@@ -230,7 +230,7 @@ def test_warm_started_trainer_run(transformed_data, baseline, tmp_path, caplog):
                     warm_start=True, base_model=baseline.serving_model_dir)
     with caplog.at_level(logging.INFO, logger="absl"):
         run.run_fn(args)
-    assert f"Warm start: 11 variables from {baseline.serving_model_dir}" in caplog.text
+    assert f"Warm start: 21 variables from {baseline.serving_model_dir}" in caplog.text
     # The first run of a pipeline has no blessed model to start from: it says so and trains.
     caplog.clear()
     no_base = _fn_args(transformed_data, str(tmp_path / "no-base"), 8, warm_start=True)

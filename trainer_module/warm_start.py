@@ -22,9 +22,9 @@ def _name(variable: tf.Variable) -> str:
 
 
 def baseline_weights(export_dir: str) -> dict[str, np.ndarray]:
-    """The exported model's variables by name (the Transform layer's own are left out)."""
-    loaded = tf.saved_model.load(export_dir)
-    return {_name(v): v.numpy() for v in loaded.variables}
+    """The exported model's weights by name: the variables its serving signature reads."""
+    loaded = tf.saved_model.load(export_dir)  # owns the variables: keep it while reading them
+    return {_name(v): v.numpy() for v in loaded.signatures["serving_default"].variables}
 
 
 def restore(keras_model: tf_keras.Model, export_dir: str) -> int:
