@@ -118,7 +118,8 @@ class KubeflowTarget:
 def create_pipeline(config: PipelineConfig,
                     kubeflow: KubeflowTarget | None = None) -> Pipeline:
     """CsvExampleGen → StatisticsGen → ImportSchemaGen → ExampleValidator → AnomalyGate →
-    Transform → Trainer → Resolver(baseline model) → Evaluator → Pusher.
+    Transform → Trainer → Resolver(baseline model) → Evaluator → Pusher; with warm_start, a
+    resolver of the latest blessed model feeds the Trainer's base_model.
 
     Local runs (kubeflow=None) keep ML Metadata in the SQLite file under the output dir.
     Kubeflow/Vertex runs use the orchestrator's metadata, TFX's built-in baseline resolver
