@@ -107,6 +107,40 @@ def test_measurements_and_results_on_a_small_transform_output(transformed_data, 
     assert (tmp_path / "again" / "bench.md").read_text() == table
 
 
+def test_trainer_replay_reports_its_peak_memory_and_cache_decision(transformed_data, tmp_path):
+    """bench/trainer_memory.py's child process: the real run_fn, its own peak RSS."""
+    import subprocess
+    import sys
+
+    from bench import trainer_memory
+    from trainer_module.executor import RAW_EVAL_FILES_KEY
+
+    args = dict(
+        train_files=[transformed_data.train_files], eval_files=[transformed_data.eval_files],
+        train_steps=8, eval_steps=None, transform_output=transformed_data.transform_dir,
+        serving_model_dir=str(tmp_path / "serving"), model_run_dir=str(tmp_path / "run"),
+        custom_config={**TrainerConfig.create(per_replica_batch_size=64,
+                                              cache="none").to_custom_config(),
+                       **transformed_data.spec.to_custom_config(),
+                       RAW_EVAL_FILES_KEY: [transformed_data.raw_eval_files]})
+    path = tmp_path / "fn_args.json"
+    path.write_text(json.dumps(args))
+    out = subprocess.run([sys.executable, "-m", "bench.trainer_memory", str(path)],
+                         capture_output=True, text=True, cwd=bench_run.REPO_ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    [line] = [x for x in out.stdout.splitlines() if x.startswith(trainer_memory.MARKER)]
+    measured = json.loads(line[len(trainer_memory.MARKER):])
+    assert measured["peak_rss_mb"] > 100  # TensorFlow alone takes more
+    assert measured["cache"].startswith("train ~0.1 MB streamed from files")
+
+    result = {**results.stamp(), "scale": [
+        {"label": "shipped data", "rows": 1000, "train_steps": 8, "component_seconds": 10.0,
+         "seconds": {}, "blessed": True, "eval_accuracy": 0.8,
+         "trainer_memory": {"auto": measured, "none": measured}}]}
+    table = results.markdown(result)
+    assert f"| shipped data | {measured['peak_rss_mb']:,.0f} MB | train ~0.1 MB" in table
+
+
 def test_readme_table_is_replaced_between_its_markers(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{bench_run.README_BEGIN}\nold\n{bench_run.README_END}\nrest\n")

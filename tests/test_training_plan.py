@@ -40,7 +40,9 @@ def test_the_step_is_planned_in_one_place():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for folder in ("trainer_module", "pipeline", "bench"):
         for path in glob.glob(os.path.join(root, folder, "*.py")):
-            for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+            for node in ast.walk(tree):
                 if isinstance(node, ast.Call):
                     name = getattr(node.func, "attr", getattr(node.func, "id", ""))
                     calls.setdefault(name, set()).add(os.path.relpath(path, root))

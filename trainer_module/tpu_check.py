@@ -41,7 +41,7 @@ class Budget:
     def verdict(self) -> str:
         if self.waiting > 0:
             return (f"input-bound: the accelerator waits {self.waiting:.0%} of the time "
-                    "(raise the host's CPUs, keep the cache on, or grow the batch)")
+                    "(give the host more CPUs, keep the input cache on, or write more input files)")
         return (f"compute-bound: the input function delivers "
                 f"{self.input_per_s / self.step_per_s:.1f}x what the step consumes")
 
