@@ -232,6 +232,7 @@ def test_train_step_compiles_with_xla_and_traces_once(task_data):
     assert "READY for TPU" in text
     assert report.budget.input_per_s > 0 and report.budget.step_per_s > 0
     assert "Budget: " in text and ("input-bound" in text or "compute-bound" in text)
+    assert "Input cache: train ~" in text  # the Trainer's own decision, measured as it is
 
 
 def test_budget_verdict_names_the_waiting_share():

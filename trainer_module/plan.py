@@ -139,14 +139,18 @@ class TrainingPlan:
             self.strategy, files, feature_spec, self.per_replica_batch, spec=self.spec,
             training=training, seed=self.config.training.seed, cache=cache)
 
+    def cache_decision(self, splits: dict[str, str | list[str]]) -> cache_size.CacheDecision:
+        """Which of these splits the data settings keep in memory; logged."""
+        decision = cache_size.decide(self.config.data, self.spec, splits)
+        logging.info("Input cache: %s", decision.describe())
+        return decision
+
     def datasets(self, train_files: str | list[str], eval_files: str | list[str],
                  feature_spec: dict) -> tuple[tf.distribute.DistributedDataset,
                                               tf.distribute.DistributedDataset]:
         """(train, eval) per-replica datasets, each cached in memory when the plan's cache
         setting lets it."""
-        decision = cache_size.decide(self.config.data, self.spec,
-                                     {"train": train_files, "eval": eval_files})
-        logging.info("Input cache: %s", decision.describe())
+        decision = self.cache_decision({"train": train_files, "eval": eval_files})
         return (self.dataset(train_files, feature_spec, training=True,
                              cache=decision.cached["train"]),
                 self.dataset(eval_files, feature_spec, training=False,

@@ -57,6 +57,7 @@ class Readiness:
     precision: str
     steps_per_execution: int
     learning_rate: str
+    input_cache: str
     steps_run: int
     traces: int
     xla_ok: bool
@@ -81,6 +82,7 @@ class Readiness:
             f"global batch: {self.global_batch}",
             f"Precision policy: {self.precision}   steps per execution: "
             f"{self.steps_per_execution}   learning rate: {self.learning_rate}",
+            f"Input cache: {self.input_cache}",
             f"Train steps run: {self.steps_run}   train function traces: {self.traces}"
             + ("" if self.traces == 1 else "  (expected 1: a shape changes between steps)"),
         ]
@@ -167,8 +169,10 @@ def check(
     plan = make_plan(config, spec, steps, as_tpu=True)
     plan = dataclasses.replace(plan, steps_per_execution=min(plan.steps_per_execution, steps))
     tft_output = tft.TFTransformOutput(transform_output)
+    # Cached or streamed as the Trainer would: the budget measures the input it would get.
+    cache = plan.cache_decision({"train": train_files})
     dataset = plan.dataset(train_files, tft_output.transformed_feature_spec(), training=True,
-                           cache=True)
+                           cache=cache.cached["train"])
     inputs_spec, label_spec = dataset.element_spec[:2]
     features = {n: (s.shape.as_list(), s.dtype.name) for n, s in inputs_spec.items()}
     keras_model = plan.compiled_model(tft_output, build=build_model)
@@ -180,6 +184,7 @@ def check(
         steps_per_execution=plan.steps_per_execution,
         learning_rate=f"{plan.peak_learning_rate:.6g} ({config.training.lr_scaling} scaling, "
                       f"warmup {plan.warmup_steps} steps)",
+        input_cache=cache.describe(),
         steps_run=0, traces=0, xla_ok=True)
     per_epoch = max(plan.steps_per_execution, steps // 2)
     try:
