@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # The tfx CLI finds its engines with `pip freeze`: the venv (with pip in it) comes first.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: venv run dataset report bench bench-quality figures browser test test-e2e tpu-check schema lint lock clean clean-outputs compile submit image image-tpu
+.PHONY: venv run dataset report bench bench-quality figures browser test test-e2e tpu-check schema lint lock clean clean-outputs compile preflight submit image image-tpu
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -80,16 +80,21 @@ schema: venv
 	$(BIN)/python -m pipeline.infer_schema $(if $(DATASET),--dataset "$(DATASET)") \
 		$(if $(DATA_DIR),--data-dir "$(DATA_DIR)")
 
-# Kubeflow Pipelines 2 / Vertex AI: settings from CLOUD_CONFIG (a TOML file, see
-# pipeline/cloud.example.toml) and/or environment variables.
-compile: venv
-	$(BIN)/python pipeline/kubeflow_v2_runner.py $(if $(CLOUD_CONFIG),--config "$(CLOUD_CONFIG)")
-
-# TARGET=vertex (default) or kfp; DRY_RUN=1 prints the request and sends nothing.
+# Vertex AI Pipelines (TARGET=vertex, the default) or Kubeflow Pipelines 2 (TARGET=kfp):
+# settings from CLOUD_CONFIG (a TOML file, see pipeline/cloud.example.toml) and/or environment
+# variables; the spec goes to build/$(TARGET)/<pipeline_name>.json.
 TARGET ?= vertex
-submit: compile
-	$(BIN)/python -m pipeline.submit --target $(TARGET) \
-		$(if $(CLOUD_CONFIG),--config "$(CLOUD_CONFIG)") $(if $(DRY_RUN),--dry-run)
+CLOUD_ARGS = --target $(TARGET) $(if $(CLOUD_CONFIG),--config "$(CLOUD_CONFIG)")
+compile: venv
+	$(BIN)/python pipeline/kubeflow_v2_runner.py $(CLOUD_ARGS)
+
+# Every offline check of a cloud run against its backend's rules, one line each.
+preflight: venv
+	$(BIN)/python -m pipeline.preflight $(CLOUD_ARGS)
+
+# Preflight, compile, then send (DRY_RUN=1 prints the request and sends nothing).
+submit: preflight compile
+	$(BIN)/python -m pipeline.submit $(CLOUD_ARGS) $(if $(DRY_RUN),--dry-run)
 
 image:
 	@test -n "$(PIPELINE_IMAGE)" || { echo "set PIPELINE_IMAGE, e.g. us-docker.pkg.dev/<project>/tfx/taxi-tpu:1.0"; exit 2; }

@@ -85,13 +85,16 @@ def AnomalyGate(
     statistics: InputArtifact[standard_artifacts.ExampleStatistics],
     label_columns: Parameter[str] = "",
     missing_labels: Parameter[str] = "stop",
+    code_version: Parameter[str] = "",
 ) -> None:
     """Fails when the anomalies artifact holds any anomaly, a split has no examples, or (unless
     the dataset spec drops them) rows have no label.
 
     label_columns: the raw columns the label is made from, comma-separated.
     missing_labels: the spec's [label] missing: 'stop' or 'drop'.
+    code_version: a hash of this module, so an edited gate never runs from cache.
     """
+    del code_version
     splits = artifact_utils.decode_split_names(anomalies.split_names)
     statistics_splits = artifact_utils.decode_split_names(statistics.split_names)
     problems = (empty_splits(statistics.uri, statistics_splits)

@@ -3,7 +3,8 @@
 They come from a TOML file (`--config cloud.toml`, see cloud.example.toml) and environment
 variables, which win. Nothing has a default that names a real project, bucket or image: a
 missing or placeholder value is an error that names the setting, the variable and the form it
-expects.
+expects. `problems()` lists every bad setting at once (what `make preflight` prints);
+`validate()` raises them together.
 """
 
 import dataclasses
@@ -15,152 +16,286 @@ from typing import Any
 
 from pipeline.env_settings import from_env
 from pipeline.pipeline_config import PIPELINE_NAME_RE, ConfigError, PipelineConfig
-from trainer_module.config import TrainerConfig
+from pipeline.tpu_types import TPU_TYPES
 
-# Vertex AI TPU machines: name → (machine_type, accelerator_type, accelerator_count, topology).
-# accelerator_type is the Vertex API enum (google.cloud.aiplatform_v1 AcceleratorType).
-TPU_MACHINES: dict[str, tuple[str, str, int, str]] = {
-    "v2-8": ("cloud-tpu", "TPU_V2", 8, ""),
-    "v3-8": ("cloud-tpu", "TPU_V3", 8, ""),
-    "v5e-1": ("ct5lp-hightpu-1t", "TPU_V5_LITEPOD", 1, "1x1"),
-    "v5e-4": ("ct5lp-hightpu-4t", "TPU_V5_LITEPOD", 4, "2x2"),
-    "v5e-8": ("ct5lp-hightpu-8t", "TPU_V5_LITEPOD", 8, "2x4"),
-}
+TARGETS = ("vertex", "kfp")
 BEAM_RUNNERS = ("direct", "dataflow")
+DATA_SOURCES = ("csv", "bigquery")
+# TFX images are over 10 GB: a Dataflow worker pulls and unpacks one before it starts, and the
+# default boot disk (25 GB with Dataflow Shuffle) is too small for it (tensorflow/tfx#6386).
+MIN_DATAFLOW_DISK_GB = 50
 
 _PROJECT_RE = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _REGION_RE = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
 _GCS_RE = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/[^\s]*)?$")
 # registry/path:tag or registry/path@sha256:digest
 _IMAGE_RE = re.compile(
-    r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+(:[A-Za-z0-9._-]+|@sha256:[0-9a-f]{64})$")
+    r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+(:(?P<tag>[A-Za-z0-9._-]+)|@sha256:[0-9a-f]{64})$")
+_EMAIL_RE = re.compile(r"^[a-z0-9-]+@[a-z0-9-]+\.iam\.gserviceaccount\.com$")
+# A Kubernetes object name (RFC 1123 subdomain), which is what a KFP run's service account is.
+_K8S_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_NETWORK_RE = re.compile(r"^projects/[0-9]+/global/networks/[a-z0-9-]+$")
+_SUBNETWORK_RE = re.compile(
+    r"^(https://www\.googleapis\.com/compute/v1/projects/[a-z0-9-]+/)?"
+    r"regions/(?P<region>[a-z]+-[a-z]+[0-9]+)/subnetworks/[a-z0-9-]+$")
+_TABLE_RE = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]\.[A-Za-z0-9_]+\.[A-Za-z0-9_$-]+$")
 _PLACEHOLDER_RE = re.compile(r"YOUR[-_]|CHANGE[-_]?ME|<[^>]*>", re.IGNORECASE)
 
-# setting → (environment variable, required, description of the expected form)
-_FIELDS: dict[str, tuple[str, bool, str]] = {
-    "project": ("GCP_PROJECT", True, "a Google Cloud project id, e.g. 'my-ml-project'"),
-    "region": ("GCP_REGION", True, "a region such as 'us-central1'"),
-    "bucket": ("GCS_BUCKET", True, "a gs:// bucket (or folder) for the pipeline root"),
-    "pipeline_image": ("PIPELINE_IMAGE", True,
-                       "the pipeline image built by `make image`, e.g. "
-                       "'us-docker.pkg.dev/my-ml-project/tfx/taxi-tpu:1.0'"),
-    "data_uri": ("DATA_URI", True, "a gs:// folder holding the CSV files"),
-    "pipeline_name": ("PIPELINE_NAME", False, "lowercase letters, digits and '-'"),
-    "tpu": ("TPU_TYPE", False, f"one of {', '.join(TPU_MACHINES)}, or empty for no TPU"),
-    "tpu_trainer_image": ("TPU_TRAINER_IMAGE", False,
-                          "the TPU trainer image built by `make image-tpu`"),
-    "service_account": ("SERVICE_ACCOUNT", False,
-                        "a service account email, e.g. 'pipelines@my-ml-project.iam."
-                        "gserviceaccount.com'"),
-    "network": ("VPC_NETWORK", False,
-                "a peered VPC network: 'projects/<number>/global/networks/<name>'"),
-    "kfp_host": ("KFP_HOST", False, "a Kubeflow Pipelines endpoint, e.g. 'https://kfp.example'"),
-    "beam_runner": ("BEAM_RUNNER", False, "'direct' or 'dataflow'"),
-    "dataflow_machine_type": ("DATAFLOW_MACHINE_TYPE", False, "a machine type, e.g. "
-                              "'n1-standard-4'"),
-    "dataflow_max_workers": ("DATAFLOW_MAX_WORKERS", False, "a whole number >= 1"),
-    "train_steps": ("TRAIN_STEPS", False, "a whole number > 0"),
+
+@dataclasses.dataclass(frozen=True)
+class _Field:
+    var: str
+    form: str
+    required: bool = False
+
+
+_FIELDS: dict[str, _Field] = {
+    "project": _Field("GCP_PROJECT", "a Google Cloud project id, e.g. 'my-ml-project'", True),
+    "region": _Field("GCP_REGION", "a region such as 'us-central1'", True),
+    "bucket": _Field("GCS_BUCKET", "a gs:// bucket (or folder) for the pipeline root", True),
+    "pipeline_image": _Field(
+        "PIPELINE_IMAGE", "the pipeline image built by `make image`, with a version tag or a "
+        "digest, e.g. 'us-docker.pkg.dev/my-ml-project/tfx/taxi-tpu:1.0'", True),
+    "data_source": _Field("DATA_SOURCE", "'csv' (CSV files under data_uri) or 'bigquery' "
+                          "(bigquery_query or bigquery_table)"),
+    "data_uri": _Field("DATA_URI", "a gs:// folder holding the CSV files"),
+    "bigquery_query": _Field("BIGQUERY_QUERY", "a BigQuery SQL SELECT whose columns are the "
+                             "dataset's schema features"),
+    "bigquery_table": _Field("BIGQUERY_TABLE", "a table 'project.dataset.table'"),
+    "pipeline_name": _Field("PIPELINE_NAME", "lowercase letters, digits and '-'"),
+    "tpu": _Field("TPU_TYPE", f"one of {', '.join(TPU_TYPES)}, or empty for no TPU"),
+    "tpu_trainer_image": _Field(
+        "TPU_TRAINER_IMAGE", "the TPU trainer image built by `make image-tpu`, with a version "
+        "tag or a digest"),
+    "service_account": _Field(
+        "SERVICE_ACCOUNT", "a Google Cloud service account email for Vertex AI and Dataflow, "
+        "e.g. 'pipelines@my-ml-project.iam.gserviceaccount.com'"),
+    "kfp_service_account": _Field(
+        "KFP_SERVICE_ACCOUNT", "a Kubernetes service account name in the Kubeflow namespace, "
+        "e.g. 'pipeline-runner' (not an email: KFP runs pods as a Kubernetes account)"),
+    "network": _Field("VPC_NETWORK",
+                      "a peered VPC network: 'projects/<number>/global/networks/<name>'"),
+    "kfp_host": _Field("KFP_HOST", "a Kubeflow Pipelines endpoint, e.g. 'https://kfp.example'"),
+    "enable_cache": _Field("ENABLE_CACHE", "true or false"),
+    "warm_start": _Field("WARM_START", "true or false (true: the Trainer starts from the "
+                         "latest blessed model)"),
+    "beam_runner": _Field("BEAM_RUNNER", "'direct' or 'dataflow'"),
+    "dataflow_machine_type": _Field("DATAFLOW_MACHINE_TYPE",
+                                    "a machine type, e.g. 'n1-standard-4'"),
+    "dataflow_max_workers": _Field("DATAFLOW_MAX_WORKERS", "a whole number >= 1"),
+    "dataflow_disk_size_gb": _Field(
+        "DATAFLOW_DISK_SIZE_GB", f"a whole number of GB >= {MIN_DATAFLOW_DISK_GB} (workers "
+        "unpack the >10 GB pipeline image on it)"),
+    "dataflow_subnetwork": _Field(
+        "DATAFLOW_SUBNETWORK", "'regions/<region>/subnetworks/<name>' (or its full "
+        "https://www.googleapis.com/compute/v1/projects/<project>/... URL), in the "
+        "pipeline's region"),
+    "dataflow_public_ips": _Field(
+        "DATAFLOW_PUBLIC_IPS", "true or false (false: workers get only internal IPs, which "
+        "needs a subnetwork with Private Google Access)"),
+    "train_steps": _Field("TRAIN_STEPS", "a whole number > 0"),
 }
+_INTS = ("dataflow_max_workers", "dataflow_disk_size_gb", "train_steps")
+_BOOLS = ("enable_cache", "warm_start", "dataflow_public_ips")
 
 
 @dataclasses.dataclass(frozen=True)
 class CloudConfig:
+    """Where and how the DAG runs on Google Cloud; each field is documented in _FIELDS and in
+    pipeline/cloud.example.toml."""
+
     project: str
     region: str
     bucket: str
     pipeline_image: str
-    data_uri: str
+    data_source: str = "csv"
+    data_uri: str = ""
+    bigquery_query: str = ""
+    bigquery_table: str = ""
     pipeline_name: str = "taxi-tpu"
     tpu: str = ""
     tpu_trainer_image: str = ""
     service_account: str = ""
+    kfp_service_account: str = ""
     network: str = ""
     kfp_host: str = ""
+    enable_cache: bool = True
+    warm_start: bool = False
     beam_runner: str = "direct"
     dataflow_machine_type: str = "n1-standard-4"
     dataflow_max_workers: int = 4
+    dataflow_disk_size_gb: int = 100
+    dataflow_subnetwork: str = ""
+    dataflow_public_ips: bool = True
     train_steps: int = 1000
 
-    def validate(self) -> "CloudConfig":
-        for name, (_, _, form) in _FIELDS.items():
+    def problems(self) -> list[tuple[str, str]]:
+        """(setting, what is wrong and the expected form) for every bad setting."""
+        found: list[tuple[str, str]] = []
+
+        def bad(name: str, detail: str = "") -> None:
+            found.append((name, _message(name, getattr(self, name), detail)))
+
+        for name in _FIELDS:
             value = getattr(self, name)
             if isinstance(value, str) and value and _PLACEHOLDER_RE.search(value):
-                raise _error(name, value, f"replace the placeholder with {form}")
-        checks = {
-            "project": _PROJECT_RE, "region": _REGION_RE, "bucket": _GCS_RE,
-            "data_uri": _GCS_RE, "pipeline_image": _IMAGE_RE, "pipeline_name": PIPELINE_NAME_RE,
-        }
+                bad(name, "replace the placeholder")
+        placeholders = {name for name, _ in found}
+        checks = {"project": _PROJECT_RE, "region": _REGION_RE, "bucket": _GCS_RE,
+                  "pipeline_name": PIPELINE_NAME_RE}
         for name, pattern in checks.items():
-            if not pattern.match(getattr(self, name)):
-                raise _error(name, getattr(self, name), _FIELDS[name][2])
-        if self.tpu and self.tpu not in TPU_MACHINES:
-            raise _error("tpu", self.tpu, _FIELDS["tpu"][2])
-        if self.tpu and not _IMAGE_RE.match(self.tpu_trainer_image):
-            raise _error("tpu_trainer_image", self.tpu_trainer_image,
-                         _FIELDS["tpu_trainer_image"][2] + " (required when TPU_TYPE is set)")
-        if self.service_account and not re.match(r"^[^@\s]+@[^@\s]+\.iam\.gserviceaccount\.com$",
-                                                 self.service_account):
-            raise _error("service_account", self.service_account, _FIELDS["service_account"][2])
-        if self.network and not re.match(r"^projects/[0-9]+/global/networks/[a-z0-9-]+$",
-                                         self.network):
-            raise _error("network", self.network, _FIELDS["network"][2])
+            if name not in placeholders and not pattern.match(getattr(self, name)):
+                bad(name)
+        for name in ("pipeline_image", "tpu_trainer_image"):
+            if name in placeholders or (name == "tpu_trainer_image" and not self.tpu):
+                continue
+            problem = image_problem(getattr(self, name))
+            if problem:
+                bad(name, problem + (" (required when TPU_TYPE is set)"
+                                     if name == "tpu_trainer_image" else ""))
+        if self.tpu and self.tpu not in TPU_TYPES:
+            bad("tpu")
+        self._source_problems(bad, placeholders)
+        if self.service_account and not _EMAIL_RE.match(self.service_account):
+            bad("service_account")
+        if self.kfp_service_account and (len(self.kfp_service_account) > 253
+                                         or not _K8S_NAME_RE.match(self.kfp_service_account)):
+            bad("kfp_service_account")
+        if self.network and not _NETWORK_RE.match(self.network):
+            bad("network")
         if self.kfp_host and not re.match(r"^https?://\S+$", self.kfp_host):
-            raise _error("kfp_host", self.kfp_host, _FIELDS["kfp_host"][2])
+            bad("kfp_host")
         if self.beam_runner not in BEAM_RUNNERS:
-            raise _error("beam_runner", self.beam_runner, _FIELDS["beam_runner"][2])
-        for name in ("dataflow_max_workers", "train_steps"):
+            bad("beam_runner")
+        for name in _INTS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise _error(name, value, _FIELDS[name][2])
+                bad(name)
+        if (isinstance(self.dataflow_disk_size_gb, int)
+                and 0 < self.dataflow_disk_size_gb < MIN_DATAFLOW_DISK_GB):
+            bad("dataflow_disk_size_gb")
+        for name in _BOOLS:
+            if not isinstance(getattr(self, name), bool):
+                bad(name)
+        self._network_problems(bad)
+        return found
+
+    def _source_problems(self, bad, placeholders: set[str]) -> None:
+        if self.data_source not in DATA_SOURCES:
+            bad("data_source")
+        elif self.data_source == "csv":
+            if "data_uri" not in placeholders and not _GCS_RE.match(self.data_uri):
+                bad("data_uri", "(required when data_source is 'csv')")
+        elif bool(self.bigquery_query) == bool(self.bigquery_table):
+            bad("bigquery_query", "set exactly one of bigquery_query (BIGQUERY_QUERY) and "
+                "bigquery_table (BIGQUERY_TABLE) when data_source is 'bigquery'")
+        elif self.bigquery_table and not _TABLE_RE.match(self.bigquery_table):
+            bad("bigquery_table")
+        elif self.bigquery_query and not re.match(r"^\s*(SELECT|WITH)\b", self.bigquery_query,
+                                                  re.IGNORECASE):
+            bad("bigquery_query")
+
+    def _network_problems(self, bad) -> None:
+        subnet = _SUBNETWORK_RE.match(self.dataflow_subnetwork)
+        if self.dataflow_subnetwork and not subnet:
+            bad("dataflow_subnetwork")
+        elif subnet and subnet.group("region") != self.region:
+            bad("dataflow_subnetwork", f"its region is {subnet.group('region')!r}, the "
+                f"pipeline's is {self.region!r}: Dataflow workers start only in a subnetwork "
+                "of the job's region")
+        if self.beam_runner == "dataflow" and not self.dataflow_subnetwork:
+            if self.network:
+                bad("dataflow_subnetwork", "required when network (VPC_NETWORK) is set: "
+                    "Dataflow workers on that network need one of its subnetworks")
+            elif not self.dataflow_public_ips:
+                bad("dataflow_subnetwork", "required when dataflow_public_ips is false")
+
+    def validate(self) -> "CloudConfig":
+        """Raises ConfigError listing every bad setting; returns self when all are good."""
+        problems = self.problems()
+        if problems:
+            raise ConfigError("; ".join(message for _, message in problems))
         return self
 
     @property
     def output_dir(self) -> str:
         return f"{self.bucket.rstrip('/')}/{self.pipeline_name}"
 
+    @property
+    def temp_location(self) -> str:
+        return f"{self.output_dir}/tmp"
+
+    @property
+    def bigquery_source(self) -> str:
+        """The query BigQueryExampleGen runs ('' for CSV data)."""
+        if self.data_source != "bigquery":
+            return ""
+        return self.bigquery_query or f"SELECT * FROM `{self.bigquery_table}`"
+
     def beam_pipeline_args(self) -> tuple[str, ...]:
-        """DirectRunner in the component's container, or Dataflow workers."""
+        """DirectRunner in the component's container, or Dataflow workers running the pipeline
+        image as their SDK container."""
         if self.beam_runner == "direct":
-            return ("--direct_running_mode=multi_processing", "--direct_num_workers=0")
+            args = ("--direct_running_mode=multi_processing", "--direct_num_workers=0")
+            if self.data_source == "bigquery":
+                # BigQuery's export needs a project and a gs:// temp location wherever it runs.
+                args += (f"--project={self.project}", f"--temp_location={self.temp_location}")
+            return args
         return (
             "--runner=DataflowRunner",
             f"--project={self.project}",
             f"--region={self.region}",
-            f"--temp_location={self.output_dir}/tmp",
+            f"--temp_location={self.temp_location}",
             f"--machine_type={self.dataflow_machine_type}",
             f"--max_num_workers={self.dataflow_max_workers}",
-            # Dataflow workers run the pipeline image, which has the project installed.
+            f"--disk_size_gb={self.dataflow_disk_size_gb}",
+            # Workers run the pipeline image (the project and the Beam SDK installed there):
+            # custom containers need Runner v2, and the SDK is not staged from here.
             f"--sdk_container_image={self.pipeline_image}",
-        ) + ((f"--service_account_email={self.service_account}",)
-             if self.service_account else ())
+            "--experiments=use_runner_v2",
+            "--sdk_location=container",
+        ) + ((f"--subnetwork={self.dataflow_subnetwork}",) if self.dataflow_subnetwork else ()
+             ) + (("--no_use_public_ips",) if not self.dataflow_public_ips else ()
+                  ) + ((f"--service_account_email={self.service_account}",)
+                       if self.service_account else ())
 
     def pipeline_config(self) -> PipelineConfig:
         """The PipelineConfig this cloud run trains with: gs:// paths, TPU settings."""
-        trainer = (TrainerConfig.create(strategy="tpu", tpu_address="local")
-                   if self.tpu else None)
+        # The trainer settings go the way `make run`'s variables go, so the dataset spec's own
+        # batch size still applies.
+        trainer_env = {"WARM_START": "true" if self.warm_start else "false"}
+        if self.tpu:
+            trainer_env.update(STRATEGY="tpu", TPU_ADDRESS="local")
         return from_env(
-            {}, pipeline_name=self.pipeline_name, data_dir=self.data_uri,
-            output_dir=self.output_dir, train_steps=self.train_steps,
-            beam_pipeline_args=self.beam_pipeline_args(),
-            **({"trainer": trainer} if trainer else {}),
-        )
+            trainer_env, pipeline_name=self.pipeline_name,
+            data_dir=self.data_uri if self.data_source == "csv" else "",
+            bigquery_query=self.bigquery_source, output_dir=self.output_dir,
+            train_steps=self.train_steps, enable_cache=self.enable_cache,
+            beam_pipeline_args=self.beam_pipeline_args())
 
     def vertex_training_args(self) -> dict[str, Any] | None:
         """The Vertex AI CustomJob the Trainer submits when a TPU is configured (TFX's
-        `ai_platform_training_args`: the project, and the CustomJobSpec as `job_spec`)."""
+        `ai_platform_training_args`: the project, and the CustomJobSpec as `job_spec`).
+
+        TFX's Vertex client replaces only `container_spec.command`, so the environment the TPU
+        type's runtime needs (PJRT on v5e) goes in `container_spec.env`.
+        """
         if not self.tpu:
             return None
-        machine_type, accelerator, count, topology = TPU_MACHINES[self.tpu]
-        machine_spec: dict[str, Any] = {"machine_type": machine_type,
-                                        "accelerator_type": accelerator,
-                                        "accelerator_count": count}
-        if topology:
-            machine_spec["tpu_topology"] = topology
+        tpu = TPU_TYPES[self.tpu]
+        machine_spec: dict[str, Any] = {"machine_type": tpu.machine_type,
+                                        "accelerator_type": tpu.accelerator_type,
+                                        "accelerator_count": tpu.accelerator_count}
+        if tpu.topology:
+            machine_spec["tpu_topology"] = tpu.topology
+        container: dict[str, Any] = {"image_uri": self.tpu_trainer_image}
+        if tpu.env:
+            container["env"] = [{"name": k, "value": v} for k, v in tpu.env.items()]
         job_spec: dict[str, Any] = {
             "worker_pool_specs": [{
                 "machine_spec": machine_spec,
                 "replica_count": 1,
-                "container_spec": {"image_uri": self.tpu_trainer_image},
+                "container_spec": container,
             }],
         }
         if self.service_account:
@@ -170,13 +305,44 @@ class CloudConfig:
         return {"project": self.project, "job_spec": job_spec}
 
 
-def _error(name: str, value: object, form: str) -> ConfigError:
-    var = _FIELDS[name][0]
-    return ConfigError(f"{name}={value!r} ({var} or `{name}` in the cloud config): expected {form}")
+def image_problem(image: str) -> str:
+    """Why `image` cannot be a pipeline or trainer image ('' when it can)."""
+    match = _IMAGE_RE.match(image)
+    if not match:
+        return "expected registry/path:tag or registry/path@sha256:<digest>"
+    if match.group("tag") == "latest":
+        return ("':latest' moves on every build, and Vertex AI and Kubeflow cache steps by the "
+                "image name: a rebuilt :latest would be served from cache; use a version tag "
+                "(e.g. :1.0) or a digest (@sha256:...)")
+    return ""
 
 
-def load(path: str | None = None, env: Mapping[str, str] | None = None) -> CloudConfig:
-    """CloudConfig from a TOML file, then environment variables; validated."""
+def _message(name: str, value: object, detail: str = "") -> str:
+    field = _FIELDS[name]
+    return (f"{name}={value!r} ({field.var} or `{name}` in the cloud config): "
+            + (f"{detail}; " if detail else "") + f"expected {field.form}")
+
+
+def _parse(name: str, raw: str) -> object:
+    if name in _INTS:
+        try:
+            return int(raw)
+        except ValueError:
+            return raw  # reported by problems() with the expected form
+    if name in _BOOLS:
+        lowered = raw.strip().lower()
+        return {"1": True, "true": True, "yes": True, "0": False, "false": False,
+                "no": False}.get(lowered, raw)
+    return raw
+
+
+def read(path: str | None = None, env: Mapping[str, str] | None = None) -> CloudConfig:
+    """CloudConfig from a TOML file, then environment variables; not yet validated.
+
+    Raises:
+      ConfigError: the file is missing or not TOML, it names an unknown setting, or a required
+        setting is missing.
+    """
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
     if path:
@@ -192,21 +358,23 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None) -> Cloud
         if unknown:
             raise ConfigError(f"cloud config {path!r}: unknown setting(s) {unknown}; expected "
                               f"only {sorted(_FIELDS)}")
-    for name, (var, _, form) in _FIELDS.items():
-        if env.get(var):
-            raw = env[var]
-            if name in ("dataflow_max_workers", "train_steps"):
-                try:
-                    values[name] = int(raw)
-                except ValueError:
-                    raise _error(name, raw, form) from None
-            else:
-                values[name] = raw
-    missing = [n for n, (_, required, _) in _FIELDS.items() if required and not values.get(n)]
+    for name, field in _FIELDS.items():
+        if env.get(field.var):
+            values[name] = _parse(name, env[field.var])
+    missing = [n for n, f in _FIELDS.items() if f.required and not values.get(n)]
     if missing:
         raise ConfigError(
             "missing cloud setting(s): " + "; ".join(
-                f"{n} ({_FIELDS[n][0]}): {_FIELDS[n][2]}" for n in missing)
+                f"{n} ({_FIELDS[n].var}): {_FIELDS[n].form}" for n in missing)
             + ". Set them in the cloud config file (--config) or as environment variables."
         )
-    return CloudConfig(**values).validate()
+    return CloudConfig(**values)
+
+
+def load(path: str | None = None, env: Mapping[str, str] | None = None) -> CloudConfig:
+    """CloudConfig from a TOML file, then environment variables; validated.
+
+    Raises:
+      ConfigError: as `read`, or listing every setting outside its expected form.
+    """
+    return read(path, env).validate()

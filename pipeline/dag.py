@@ -10,15 +10,7 @@ import tensorflow_model_analysis as tfma
 
 # TFX classes come from their own modules, not `tfx.v1`: importing `tfx.v1` also loads the
 # Google Cloud AI Platform SDK (~9 s per run), which only the Vertex Trainer below needs.
-from tfx.components import (
-    CsvExampleGen,
-    Evaluator,
-    ExampleValidator,
-    Pusher,
-    StatisticsGen,
-    Transform,
-)
-from tfx.components.schema_gen.import_schema_gen.component import ImportSchemaGen
+from tfx.components import CsvExampleGen, ExampleValidator, Pusher, StatisticsGen, Transform
 from tfx.orchestration.metadata import sqlite_metadata_connection_config
 from tfx.orchestration.pipeline import Pipeline
 from tfx.proto import example_gen_pb2, pusher_pb2, trainer_pb2
@@ -27,6 +19,9 @@ from pipeline import names
 from pipeline.anomaly_gate import AnomalyGate
 from pipeline.baseline_resolver import baseline_resolver, latest_blessed_model
 from pipeline.pipeline_config import REPO_ROOT, ConfigError, PipelineConfig, is_remote
+from pipeline.schema_import import ImportSchemaGen
+from pipeline.served_model import Evaluator, served_model
+from pipeline.source_hash import CODE_VERSION_KEY, file_hash, module_hash
 from pipeline.staged_pusher import StagedPusher
 from pipeline.trainer_component import Trainer
 from trainer_module.dataset_spec import DatasetSpec, Threshold
@@ -37,7 +32,8 @@ TRAINER_PACKAGE = os.path.join(REPO_ROOT, "trainer_module")
 # What Transform's output depends on besides the data and the spec: editing the model, the
 # strategy or the export re-runs the Trainer onward, never Transform.
 PREPROCESSING_MODULES = ("preprocessing.py", "features.py", "dataset_spec.py", "tasks.py")
-CODE_VERSION_KEY = "code_version"
+# The pipeline modules the Trainer's step runs besides trainer_module.
+TRAINER_STEP_MODULES = ("pipeline.trainer_component", "pipeline.vertex_trainer")
 
 
 def code_version(modules: tuple[str, ...] | None = None) -> str:
@@ -108,11 +104,15 @@ class KubeflowTarget:
       are read there at run time).
     vertex_region / vertex_training_args: when set, the Trainer runs as a Vertex AI CustomJob
       with these arguments (worker pool spec with the TPU machine and the TPU trainer image).
+    resolvers: whether the orchestrator runs TFX resolvers (Vertex AI does; Kubeflow Pipelines'
+      backend refuses them, so there the baseline and the warm-start model come from the
+      serving dir: pipeline/served_model.py).
     """
 
     image_project_dir: str
     vertex_region: str = ""
     vertex_training_args: Mapping[str, Any] | None = None
+    resolvers: bool = True
 
 
 def create_pipeline(config: PipelineConfig,
@@ -122,8 +122,21 @@ def create_pipeline(config: PipelineConfig,
     resolver of the latest blessed model feeds the Trainer's base_model.
 
     Local runs (kubeflow=None) keep ML Metadata in the SQLite file under the output dir.
-    Kubeflow/Vertex runs use the orchestrator's metadata, TFX's built-in baseline resolver
-    (the only kind they compile; see pipeline/baseline_resolver.py) and paths inside the image.
+    Kubeflow/Vertex runs use the orchestrator's metadata and paths inside the image; Vertex
+    runs TFX's built-in baseline resolver (the only kind it compiles; see
+    pipeline/baseline_resolver.py), Kubeflow Pipelines, which runs no resolvers, the newest
+    model in the serving dir (pipeline/served_model.py). With config.bigquery_query,
+    BigQueryExampleGen reads the examples instead of CsvExampleGen.
+
+    Args:
+      config: the validated settings of this run.
+      kubeflow: None for a local run; else what changes in containers.
+
+    Returns:
+      The TFX Pipeline, for any TFX runner.
+
+    Raises:
+      ConfigError: a setting, the dataset spec or the data is not as expected.
     """
     config.validate()
     spec = config.dataset_spec()
@@ -136,13 +149,21 @@ def create_pipeline(config: PipelineConfig,
                               "project's files; put the dataset's folder under schemas/")
         schema_file = f"{kubeflow.image_project_dir.rstrip('/')}/{relative}"
 
-    example_gen = CsvExampleGen(
-        input_base=config.data_dir,
-        input_config=example_gen_pb2.Input(
-            splits=[example_gen_pb2.Input.Split(name="csv", pattern="*.csv")]),
-    )
+    if config.bigquery_query:
+        from tfx.extensions.google_cloud_big_query.example_gen.component import (
+            BigQueryExampleGen,
+        )
+
+        example_gen = BigQueryExampleGen(query=config.bigquery_query)
+    else:
+        example_gen = CsvExampleGen(
+            input_base=config.data_dir,
+            input_config=example_gen_pb2.Input(
+                splits=[example_gen_pb2.Input.Split(name="csv", pattern="*.csv")]),
+        )
     statistics_gen = StatisticsGen(examples=example_gen.outputs[names.EXAMPLES])
-    schema_gen = ImportSchemaGen(schema_file=schema_file)
+    schema_gen = ImportSchemaGen(schema_file=schema_file,
+                                 schema_hash=file_hash(config.schema_path))
     example_validator = ExampleValidator(
         statistics=statistics_gen.outputs[names.STATISTICS],
         schema=schema_gen.outputs[names.SCHEMA])
@@ -152,7 +173,8 @@ def create_pipeline(config: PipelineConfig,
     anomaly_gate = AnomalyGate(anomalies=example_validator.outputs[names.ANOMALIES],
                                statistics=statistics_gen.outputs[names.STATISTICS],
                                label_columns=",".join(label_columns),
-                               missing_labels=spec.missing_labels)
+                               missing_labels=spec.missing_labels,
+                               code_version=module_hash("pipeline.anomaly_gate"))
     transform = Transform(
         examples=example_gen.outputs[names.EXAMPLES],
         schema=schema_gen.outputs[names.SCHEMA],
@@ -170,7 +192,7 @@ def create_pipeline(config: PipelineConfig,
     )
     transform.add_upstream_node(anomaly_gate)
     trainer_config = {**config.trainer.to_custom_config(), **spec.to_custom_config(),
-                      CODE_VERSION_KEY: code_version()}
+                      CODE_VERSION_KEY: f"{code_version()}-{module_hash(*TRAINER_STEP_MODULES)}"}
     make_trainer = Trainer
     if kubeflow is not None and kubeflow.vertex_training_args:
         # The Trainer step submits a Vertex AI CustomJob (the TPU machine, the TPU trainer
@@ -187,7 +209,11 @@ def create_pipeline(config: PipelineConfig,
         })
     # Warm start: the Trainer begins from the latest blessed model. Every run then depends on
     # the last blessing, so it trains anew even when nothing else changed.
-    warm_start = (latest_blessed_model() if config.trainer.training.warm_start else None)
+    resolvers = kubeflow is None or kubeflow.resolvers
+    warm_start = None
+    if config.trainer.training.warm_start:
+        warm_start = (latest_blessed_model() if resolvers else
+                      served_model(config.serving_model_dir, names.WARM_START_RESOLVER))
     trainer = make_trainer(
         run_fn=RUN_FN,
         examples=transform.outputs[names.TRANSFORMED_EXAMPLES],
@@ -199,8 +225,12 @@ def create_pipeline(config: PipelineConfig,
         eval_args=trainer_pb2.EvalArgs(num_steps=config.eval_steps or 0),
         custom_config=trainer_config,
     )
-    model_resolver = baseline_resolver(trainer.outputs[names.MODEL],
-                                       portable=kubeflow is not None)
+    if resolvers:
+        model_resolver = baseline_resolver(trainer.outputs[names.MODEL],
+                                           portable=kubeflow is not None)
+    else:
+        model_resolver = served_model(config.serving_model_dir, names.BASELINE_RESOLVER,
+                                      candidate=trainer.outputs[names.MODEL])
     evaluator = Evaluator(
         examples=example_gen.outputs[names.EXAMPLES],
         model=trainer.outputs[names.MODEL],

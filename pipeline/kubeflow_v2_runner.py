@@ -1,56 +1,87 @@
-"""Compiles the DAG for Kubeflow Pipelines 2 / Vertex AI Pipelines (KFP v2 IR, PipelineJob JSON).
+"""Compiles the DAG for Vertex AI Pipelines or Kubeflow Pipelines 2 (KFP v2 IR, PipelineJob JSON).
 
-    python pipeline/kubeflow_v2_runner.py [--config cloud.toml] [--output-dir build]
+    python pipeline/kubeflow_v2_runner.py [--target vertex|kfp] [--config cloud.toml]
     tfx pipeline compile --engine vertex --pipeline_path pipeline/kubeflow_v2_runner.py
 
 Settings come from the cloud config file (--config, or $CLOUD_CONFIG) and environment variables
-(see pipeline/cloud_config.py); the file goes to build/ (or $BUILD_DIR). Nothing here talks
-to Google Cloud: `pipeline/submit.py` sends the compiled file.
+(see pipeline/cloud_config.py); the file goes to build/<target>/ (or $BUILD_DIR/<target>/).
+The two targets differ where their backends do: Kubeflow Pipelines' backend refuses resolver
+executors, so its spec finds the baseline in the serving dir instead. Nothing here talks to
+Google Cloud: `pipeline/submit.py` sends the compiled file.
 """
 
 import argparse
+import json
 import os
 import sys
 
-from pipeline import cloud_config
+from pipeline import cloud_config, names
 from pipeline.pipeline_config import REPO_ROOT, ConfigError
 
 # Where the pipeline image (Dockerfile) holds this project.
 IMAGE_PROJECT_DIR = "/pipeline"
 DEFAULT_OUTPUT_DIR = os.environ.get("BUILD_DIR") or os.path.join(REPO_ROOT, "build")
+TARGET_ENV = "TARGET"
+# Steps that read state outside their inputs (the serving dir) must never come from cache.
+UNCACHED_TASKS = (names.WARM_START_RESOLVER,)
 
 
-def compile_pipeline(cloud: cloud_config.CloudConfig, output_dir: str) -> str:
-    """Writes <output_dir>/<pipeline_name>.json and returns its path."""
+def pipeline_file(cloud: cloud_config.CloudConfig, target: str,
+                  output_dir: str = DEFAULT_OUTPUT_DIR) -> str:
+    """Where the compiled file for `target` goes."""
+    return os.path.join(output_dir, target, f"{cloud.pipeline_name}.json")
+
+
+def compile_pipeline(cloud: cloud_config.CloudConfig, output_dir: str,
+                     target: str = "vertex") -> str:
+    """Writes <output_dir>/<target>/<pipeline_name>.json and returns its path."""
     from tfx import v1 as tfx
 
     from pipeline import dag
 
+    if target not in cloud_config.TARGETS:
+        raise ConfigError(f"target={target!r}: expected one of {', '.join(cloud_config.TARGETS)}")
     pipeline = dag.create_pipeline(cloud.pipeline_config(), dag.KubeflowTarget(
         image_project_dir=IMAGE_PROJECT_DIR, vertex_region=cloud.region,
-        vertex_training_args=cloud.vertex_training_args()))
-    filename = f"{cloud.pipeline_name}.json"
+        vertex_training_args=cloud.vertex_training_args(), resolvers=target == "vertex"))
+    path = pipeline_file(cloud, target, output_dir)
     runner = tfx.orchestration.experimental.KubeflowV2DagRunner(
         config=tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(
             default_image=cloud.pipeline_image),
-        output_dir=output_dir, output_filename=filename)
+        output_dir=os.path.dirname(path), output_filename=os.path.basename(path))
     runner.run(pipeline)
-    return os.path.join(output_dir, filename)
+    _disable_cache(path, UNCACHED_TASKS)
+    return path
+
+
+def _disable_cache(path: str, tasks: tuple[str, ...]) -> None:
+    """TFX sets one caching option for every task; these tasks get caching off."""
+    with open(path, encoding="utf-8") as f:
+        job = json.load(f)
+    dag_tasks = job["pipelineSpec"]["root"]["dag"]["tasks"]
+    changed = [t for t in tasks if t in dag_tasks]
+    for task in changed:
+        dag_tasks[task]["cachingOptions"] = {"enableCache": False}
+    if changed:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(job, f, indent=2, sort_keys=True)
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Compile the pipeline for Kubeflow/Vertex.")
+    parser.add_argument("--target", choices=cloud_config.TARGETS,
+                        default=os.environ.get(TARGET_ENV) or "vertex")
     parser.add_argument("--config", default=os.environ.get("CLOUD_CONFIG"),
                         help="cloud settings (TOML); see pipeline/cloud.example.toml")
     parser.add_argument("--output-dir", default=DEFAULT_OUTPUT_DIR)
     args = parser.parse_args(argv)
     try:
         cloud = cloud_config.load(args.config)
-        path = compile_pipeline(cloud, os.path.abspath(args.output_dir))
+        path = compile_pipeline(cloud, os.path.abspath(args.output_dir), args.target)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"Compiled {cloud.pipeline_name!r} to {path}")
+    print(f"Compiled {cloud.pipeline_name!r} for {args.target} to {path}")
     return 0
 
 

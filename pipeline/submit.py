@@ -3,7 +3,10 @@
     python -m pipeline.submit --target vertex [--config cloud.toml] [--dry-run]
     python -m pipeline.submit --target kfp --host http://localhost:8080 [--dry-run]
 
-The pipeline file is the one `make compile` wrote (build/<pipeline_name>.json). Credentials
+The pipeline file is the one `make compile` wrote for the target
+(build/<target>/<pipeline_name>.json). Caching follows the `enable_cache` setting; a KFP run
+runs as `kfp_service_account` (a Kubernetes service account), a Vertex run as
+`service_account` (a Google Cloud email). Credentials
 come only from Application Default Credentials or the environment (the SDKs find them); nothing
 secret is read from flags, written to disk or printed. --dry-run builds the same request
 objects with the real SDKs and prints them, without any network call.
@@ -17,15 +20,15 @@ import tempfile
 from typing import Any
 
 from pipeline import cloud_config
-from pipeline.kubeflow_v2_runner import DEFAULT_OUTPUT_DIR
+from pipeline.kubeflow_v2_runner import pipeline_file as compiled_file
 from pipeline.pipeline_config import ConfigError
 
 
-def _pipeline_file(cloud: cloud_config.CloudConfig, path: str | None) -> str:
-    path = path or os.path.join(DEFAULT_OUTPUT_DIR, f"{cloud.pipeline_name}.json")
+def _pipeline_file(cloud: cloud_config.CloudConfig, target: str, path: str | None) -> str:
+    path = path or compiled_file(cloud, target)
     if not os.path.isfile(path):
-        raise ConfigError(f"pipeline file {path!r} does not exist: run `make compile` first "
-                          "(or pass --pipeline-file)")
+        raise ConfigError(f"pipeline file {path!r} does not exist: run `make compile "
+                          f"TARGET={target}` first (or pass --pipeline-file)")
     return path
 
 
@@ -44,7 +47,7 @@ def vertex_job(cloud: cloud_config.CloudConfig, pipeline_file: str, dry_run: boo
         pipeline_root=f"{cloud.output_dir}/pipeline_root",
         project=cloud.project,
         location=cloud.region,
-        enable_caching=True,
+        enable_caching=cloud.enable_cache,
         credentials=credentials,
     )
     if cloud.service_account:
@@ -76,11 +79,12 @@ def kfp_run_request(client, cloud: cloud_config.CloudConfig, package: str, exper
 
     job_config = client._create_job_config(
         params={}, pipeline_package_path=package, pipeline_id=None, version_id=None,
-        enable_caching=True, cache_key="", pipeline_root=f"{cloud.output_dir}/pipeline_root")
+        enable_caching=cloud.enable_cache, cache_key="",
+        pipeline_root=f"{cloud.output_dir}/pipeline_root")
     return kfp_server_api.V2beta1Run(
         experiment_id=experiment_id, display_name=cloud.pipeline_name,
         pipeline_spec=job_config.pipeline_spec, runtime_config=job_config.runtime_config,
-        service_account=cloud.service_account or None)
+        service_account=cloud.kfp_service_account or None)
 
 
 def submit_kfp(cloud: cloud_config.CloudConfig, pipeline_file: str, host: str,
@@ -99,8 +103,9 @@ def submit_kfp(cloud: cloud_config.CloudConfig, pipeline_file: str, host: str,
         client = kfp.Client(host=host)
         result = client.create_run_from_pipeline_package(
             package, arguments={}, run_name=cloud.pipeline_name, experiment_name=experiment,
-            pipeline_root=f"{cloud.output_dir}/pipeline_root", enable_caching=True,
-            service_account=cloud.service_account or None)
+            pipeline_root=f"{cloud.output_dir}/pipeline_root",
+            enable_caching=cloud.enable_cache,
+            service_account=cloud.kfp_service_account or None)
         return {"host": host, "experiment": experiment, "run_id": result.run_id}
 
 
@@ -109,7 +114,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--target", choices=("vertex", "kfp"), required=True)
     parser.add_argument("--config", default=os.environ.get("CLOUD_CONFIG"),
                         help="cloud settings (TOML); see pipeline/cloud.example.toml")
-    parser.add_argument("--pipeline-file", help="default: build/<pipeline_name>.json")
+    parser.add_argument("--pipeline-file",
+                        help="default: build/<target>/<pipeline_name>.json")
     parser.add_argument("--host", help="Kubeflow Pipelines endpoint (default: kfp_host / "
                         "$KFP_HOST)")
     parser.add_argument("--experiment", default="taxi-tpu", help="KFP experiment name")
@@ -118,7 +124,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         cloud = cloud_config.load(args.config)
-        pipeline_file = _pipeline_file(cloud, args.pipeline_file)
+        pipeline_file = _pipeline_file(cloud, args.target, args.pipeline_file)
         if args.target == "vertex":
             job = vertex_job(cloud, pipeline_file, args.dry_run)
             if args.dry_run:

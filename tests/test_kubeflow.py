@@ -23,9 +23,11 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from pipeline import cloud_config, kubeflow_v2_runner, submit
 from pipeline.pipeline_config import REPO_ROOT, ConfigError
 
-NODES = {"CsvExampleGen", "StatisticsGen", "ImportSchemaGen", "ExampleValidator", "AnomalyGate",
-         "Transform", "Trainer", "Evaluator", "Pusher",
-         "baseline_resolver-model-resolver", "baseline_resolver-model-blessing-resolver"}
+COMMON = {"CsvExampleGen", "StatisticsGen", "ImportSchemaGen", "ExampleValidator", "AnomalyGate",
+          "Transform", "Trainer", "Evaluator", "Pusher"}
+# Vertex runs TFX's resolver (two resolver tasks); KFP the ServedModel step in its place.
+NODES = COMMON | {"baseline_resolver-model-resolver", "baseline_resolver-model-blessing-resolver"}
+KFP_NODES = COMMON | {"baseline_resolver"}
 CLOUD = {
     "GCP_PROJECT": "my-ml-project",
     "GCP_REGION": "us-central1",
@@ -39,15 +41,18 @@ TPU_IMAGE = "us-docker.pkg.dev/my-ml-project/tfx/taxi-tpu-trainer:1.0"
 @pytest.fixture
 def cloud_env(monkeypatch):
     for var in ("TPU_TYPE", "TPU_TRAINER_IMAGE", "BEAM_RUNNER", "SERVICE_ACCOUNT", "VPC_NETWORK",
-                "KFP_HOST", "CLOUD_CONFIG", "PIPELINE_NAME", "TRAIN_STEPS"):
+                "KFP_HOST", "CLOUD_CONFIG", "PIPELINE_NAME", "TRAIN_STEPS", "KFP_SERVICE_ACCOUNT",
+                "ENABLE_CACHE", "WARM_START", "DATA_SOURCE", "BIGQUERY_QUERY", "BIGQUERY_TABLE",
+                "DATAFLOW_DISK_SIZE_GB", "DATAFLOW_SUBNETWORK", "DATAFLOW_PUBLIC_IPS",
+                "DATAFLOW_MAX_WORKERS", "TARGET"):
         monkeypatch.delenv(var, raising=False)
     for var, value in CLOUD.items():
         monkeypatch.setenv(var, value)
     return monkeypatch
 
 
-def _compile(tmp_path) -> tuple[dict, pipeline_spec_pb2.PipelineSpec]:
-    path = kubeflow_v2_runner.compile_pipeline(cloud_config.load(), str(tmp_path))
+def _compile(tmp_path, target: str = "vertex") -> tuple[dict, pipeline_spec_pb2.PipelineSpec]:
+    path = kubeflow_v2_runner.compile_pipeline(cloud_config.load(), str(tmp_path), target)
     with open(path, encoding="utf-8") as f:
         job = json.load(f)
     return job, json_format.ParseDict(job["pipelineSpec"], pipeline_spec_pb2.PipelineSpec())
@@ -128,6 +133,11 @@ def test_tpu_training_runs_the_trainer_as_a_vertex_tpu_job(cloud_env, tmp_path, 
     assert pool["machine_spec"]["accelerator_type"] == accelerator
     assert pool["machine_spec"]["accelerator_count"] == count
     assert pool["container_spec"]["image_uri"] == TPU_IMAGE
+    # v5e reaches TensorFlow only through PJRT; v2/v3 keep the stream executor.
+    env = {e["name"]: e["value"] for e in pool["container_spec"].get("env", [])}
+    assert env == ({"NEXT_PLUGGABLE_DEVICE_USE_C_API": "true",
+                    "TF_PLUGGABLE_DEVICE_LIBRARY_PATH": "/lib/libtpu.so"}
+                   if tpu.startswith("v5e") else {})
     # run_fn is told a TPU is required: no silent CPU training on a TPU job.
     trainer = custom["trainer_config"]
     assert trainer["runtime"]["strategy"] == "tpu"
@@ -136,9 +146,26 @@ def test_tpu_training_runs_the_trainer_as_a_vertex_tpu_job(cloud_env, tmp_path, 
     job_spec = custom_job.CustomJobSpec(**training["job_spec"])
     assert job_spec.worker_pool_specs[0].machine_spec.accelerator_count == count
     assert job_spec.service_account == "trainer@my-ml-project.iam.gserviceaccount.com"
+    # TFX's Vertex client (the one the Trainer step uses) sets the command and keeps the env.
+    from tfx.extensions.google_cloud_ai_platform import training_clients
+    from tfx.types import standard_artifacts
+
+    client = training_clients.VertexJobClient.__new__(training_clients.VertexJobClient)
+    model = standard_artifacts.Model()
+    model.uri = "gs://my-ml-bucket/model"
+    args = dict(training)
+    args.pop("project")
+    custom = client.create_training_job({}, {"model": [model]}, {}, "x.Executor", args, None,
+                                        None)
+    [pool] = custom["job_spec"]["worker_pool_specs"]
+    assert pool["container_spec"]["command"][:3] == ["python", "-m", "tfx.scripts.run_executor"]
+    assert {e["name"]: e["value"] for e in pool["container_spec"].get("env", [])} == env
 
 
 def test_dataflow_runner_from_the_same_config(cloud_env, tmp_path):
+    """What Dataflow workers running the pipeline image need (pipeline/preflight.py cites the
+    rules): Runner v2 for a custom container, the SDK from the container, a disk for the
+    >10 GB image, the subnetwork of a custom network, internal IPs only when asked."""
     cloud_env.setenv("BEAM_RUNNER", "dataflow")
     cloud_env.setenv("DATAFLOW_MAX_WORKERS", "8")
     _, spec = _compile(tmp_path)
@@ -146,8 +173,183 @@ def test_dataflow_runner_from_the_same_config(cloud_env, tmp_path):
         args = _executor(spec, node)["args"]
         assert {"--runner=DataflowRunner", "--project=my-ml-project", "--region=us-central1",
                 "--temp_location=gs://my-ml-bucket/taxi-tpu/tmp",
-                "--machine_type=n1-standard-4", "--max_num_workers=8",
-                f"--sdk_container_image={CLOUD['PIPELINE_IMAGE']}"} <= set(args), args
+                "--machine_type=n1-standard-4", "--max_num_workers=8", "--disk_size_gb=100",
+                f"--sdk_container_image={CLOUD['PIPELINE_IMAGE']}",
+                "--experiments=use_runner_v2", "--sdk_location=container"} <= set(args), args
+        assert not [a for a in args if a.startswith(("--subnetwork", "--no_use_public_ips"))]
+
+    cloud_env.setenv("VPC_NETWORK", "projects/123456/global/networks/ml")
+    cloud_env.setenv("DATAFLOW_SUBNETWORK", "regions/us-central1/subnetworks/ml-central")
+    cloud_env.setenv("DATAFLOW_PUBLIC_IPS", "false")
+    cloud_env.setenv("DATAFLOW_DISK_SIZE_GB", "200")
+    args = cloud_config.load().beam_pipeline_args()
+    assert {"--subnetwork=regions/us-central1/subnetworks/ml-central", "--no_use_public_ips",
+            "--disk_size_gb=200"} <= set(args)
+    # Beam's own option parser accepts every flag as given.
+    from apache_beam.options.pipeline_options import (
+        GoogleCloudOptions,
+        PipelineOptions,
+        WorkerOptions,
+    )
+
+    options = PipelineOptions(list(args))
+    assert options.view_as(WorkerOptions).disk_size_gb == 200
+    assert options.view_as(WorkerOptions).use_public_ips is False
+    assert options.view_as(WorkerOptions).subnetwork.endswith("subnetworks/ml-central")
+    assert options.view_as(GoogleCloudOptions).region == "us-central1"
+
+
+@pytest.mark.parametrize("env,message", [
+    ({"DATAFLOW_DISK_SIZE_GB": "25"}, "dataflow_disk_size_gb=25 (DATAFLOW_DISK_SIZE_GB"),
+    ({"VPC_NETWORK": "projects/123456/global/networks/ml"},
+     "dataflow_subnetwork='' (DATAFLOW_SUBNETWORK or `dataflow_subnetwork` in the cloud config): "
+     "required when network"),
+    ({"DATAFLOW_SUBNETWORK": "regions/europe-west4/subnetworks/ml"}, "its region is "
+     "'europe-west4', the pipeline's is 'us-central1'"),
+    ({"DATAFLOW_PUBLIC_IPS": "false"}, "required when dataflow_public_ips is false"),
+])
+def test_dataflow_settings_workers_cannot_start_with_are_refused(cloud_env, env, message):
+    cloud_env.setenv("BEAM_RUNNER", "dataflow")
+    for var, value in env.items():
+        cloud_env.setenv(var, value)
+    with pytest.raises(ConfigError) as error:
+        cloud_config.load()
+    assert message in str(error.value)
+
+
+def _executor_kinds(job: dict) -> dict[str, set[str]]:
+    return {name: set(executor)
+            for name, executor in job["pipelineSpec"]["deploymentSpec"]["executors"].items()}
+
+
+def test_kfp_spec_has_only_executors_the_kfp_backend_runs(cloud_env, tmp_path):
+    """Kubeflow Pipelines' Argo compiler (kubeflow/pipelines
+    backend/src/v2/compiler/argocompiler/dag.go) compiles container and importer executors
+    and refuses resolver ("resolver executors not implemented") and customJob ones. TFX
+    compiles a Resolver into resolver executors, which Vertex runs."""
+    cloud_env.setenv("WARM_START", "true")
+    cloud_env.setenv("TPU_TYPE", "v5e-4")
+    cloud_env.setenv("TPU_TRAINER_IMAGE", TPU_IMAGE)
+    kfp_job, kfp_spec = _compile(tmp_path / "kfp", "kfp")
+    assert {kind for kinds in _executor_kinds(kfp_job).values() for kind in kinds} == {
+        "container"}
+    assert set(kfp_spec.root.dag.tasks) == KFP_NODES | {"warm_start_resolver"}
+    vertex_job, _ = _compile(tmp_path / "vertex", "vertex")
+    resolvers = sorted(n for n, k in _executor_kinds(vertex_job).items() if "resolver" in k)
+    assert resolvers == ["baseline_resolver-model-blessing-resolver_executor",
+                         "baseline_resolver-model-resolver_executor",
+                         "warm_start_resolver-model-blessing-resolver_executor",
+                         "warm_start_resolver-model-resolver_executor"]
+
+    # On KFP both models come from the serving dir the Pusher writes to.
+    tasks = kfp_spec.root.dag.tasks
+    serving_dir = "gs://my-ml-bucket/taxi-tpu/serving_model/taxi-tpu"
+    for node in ("baseline_resolver", "warm_start_resolver"):
+        assert "pipeline.served_model" in " ".join(_executor(kfp_spec, node)["args"])
+        assert _parameter(kfp_spec, node, "serving_dir") == serving_dir
+    # The baseline is read again for each new candidate; the warm-start model on every run.
+    baseline = tasks["baseline_resolver"].inputs.artifacts["candidate"]
+    assert baseline.task_output_artifact.producer_task == "Trainer"
+    assert tasks["baseline_resolver"].caching_options.enable_cache
+    assert not tasks["warm_start_resolver"].caching_options.enable_cache
+    base = tasks["Trainer"].inputs.artifacts["base_model"].task_output_artifact
+    assert base.producer_task == "warm_start_resolver"
+    evaluator = tasks["Evaluator"].inputs.artifacts["baseline_model"].task_output_artifact
+    assert evaluator.producer_task == "baseline_resolver"
+    assert "pipeline.served_model.EvaluatorExecutor" in _executor(kfp_spec, "Evaluator")["args"]
+
+
+def test_kfp_run_uses_the_kubernetes_service_account(cloud_env, tmp_path, capsys, no_network):
+    """kfp.Client.create_run_from_pipeline_package(service_account=...) takes a Kubernetes
+    service account name; Vertex's PipelineJob a Google Cloud email: two settings."""
+    cloud_env.setenv("SERVICE_ACCOUNT", "pipelines@my-ml-project.iam.gserviceaccount.com")
+    cloud_env.setenv("KFP_SERVICE_ACCOUNT", "pipeline-runner")
+    cloud_env.setenv("ENABLE_CACHE", "false")
+    path = kubeflow_v2_runner.compile_pipeline(cloud_config.load(), str(tmp_path), "kfp")
+    capsys.readouterr()
+    assert submit.main(["--target", "kfp", "--host", "http://127.0.0.1:9", "--dry-run",
+                        "--pipeline-file", path]) == 0
+    run = json.loads(capsys.readouterr().out)["run"]
+    assert run["service_account"] == "pipeline-runner"
+    # Caching follows the setting: the kfp client writes it into every task.
+    tasks = run["pipeline_spec"]["root"]["dag"]["tasks"]
+    assert {t.get("cachingOptions", {}).get("enableCache", False)
+            for t in tasks.values()} == {False}
+
+    cloud_env.setenv("KFP_SERVICE_ACCOUNT", "pipelines@my-ml-project.iam.gserviceaccount.com")
+    with pytest.raises(ConfigError, match="kfp_service_account='pipelines@.*expected a "
+                       "Kubernetes service account name"):
+        cloud_config.load()
+
+
+@pytest.mark.parametrize("var", ["PIPELINE_IMAGE", "TPU_TRAINER_IMAGE"])
+def test_latest_images_are_refused_for_both_images(cloud_env, var):
+    """Vertex AI caches a step by its inputs, image and command: a rebuilt ':latest' keeps the
+    same name and would be served from cache."""
+    cloud_env.setenv("TPU_TYPE", "v5e-4")
+    cloud_env.setenv("TPU_TRAINER_IMAGE", TPU_IMAGE)
+    cloud_env.setenv(var, "us-docker.pkg.dev/my-ml-project/tfx/taxi-tpu:latest")
+    with pytest.raises(ConfigError, match=rf"\({var} .*':latest' moves on every build"):
+        cloud_config.load()
+    digest = "us-docker.pkg.dev/my-ml-project/tfx/taxi-tpu@sha256:" + "a" * 64
+    cloud_env.setenv(var, digest)
+    assert cloud_config.load()
+
+
+def test_vertex_caching_follows_the_config(cloud_env, tmp_path, capsys, no_network):
+    cloud_env.setenv("ENABLE_CACHE", "false")
+    path = kubeflow_v2_runner.compile_pipeline(cloud_config.load(), str(tmp_path))
+    capsys.readouterr()
+    assert submit.main(["--target", "vertex", "--dry-run", "--pipeline-file", path]) == 0
+    tasks = json.loads(capsys.readouterr().out)["pipeline_job"]["pipelineSpec"]["root"]["dag"][
+        "tasks"]
+    assert {t.get("cachingOptions", {}).get("enableCache", False)
+            for t in tasks.values()} == {False}
+
+
+def test_content_hashes_are_in_the_compiled_parameters(cloud_env, tmp_path):
+    """The schema and the custom components' code reach the cache key by content: an edit
+    behind the same path and image tag changes a compiled parameter."""
+    from pipeline import source_hash
+
+    _, spec = _compile(tmp_path / "a")
+    schema = os.path.join(REPO_ROOT, "schemas", "taxi", "schema.pbtxt")
+    assert _parameter(spec, "ImportSchemaGen", "schema_hash") == source_hash.file_hash(schema)
+    assert (_parameter(spec, "AnomalyGate", "code_version")
+            == source_hash.module_hash("pipeline.anomaly_gate"))
+    assert _parameter(spec, "Evaluator", "code_version")
+    trainer = json.loads(_parameter(spec, "Trainer", "custom_config"))
+    assert len(trainer["code_version"]) == 33  # trainer_module's hash - the pipeline modules'
+
+    edited = tmp_path / "schema.pbtxt"
+    with open(schema, encoding="utf-8") as f:
+        edited.write_text(f.read().replace("name: \"fare\"", "name: \"fare\"  # edited"))
+    assert source_hash.file_hash(str(edited)) != source_hash.file_hash(schema)
+
+
+def test_bigquery_source_builds_bigquery_example_gen(cloud_env, tmp_path):
+    cloud_env.delenv("DATA_URI")
+    cloud_env.setenv("DATA_SOURCE", "bigquery")
+    cloud_env.setenv("BIGQUERY_TABLE", "my-ml-project.taxi.trips")
+    job, spec = _compile(tmp_path, "kfp")
+    tasks = spec.root.dag.tasks
+    assert "CsvExampleGen" not in tasks and "BigQueryExampleGen" in tasks
+    assert (_parameter(spec, "BigQueryExampleGen", "input_config").find(
+        "SELECT * FROM `my-ml-project.taxi.trips`") >= 0)
+    args = _executor(spec, "BigQueryExampleGen")["args"]
+    assert "tfx.extensions.google_cloud_big_query.example_gen.executor.Executor" in args
+    # BigQuery's export needs a project and a gs:// temp location even on the DirectRunner.
+    assert {"--project=my-ml-project", "--temp_location=gs://my-ml-bucket/taxi-tpu/tmp"} <= set(
+        args)
+    raw = tasks["Trainer"].inputs.artifacts["raw_examples"]
+    assert raw.task_output_artifact.producer_task == "BigQueryExampleGen"
+
+    cloud_env.delenv("BIGQUERY_TABLE")
+    with pytest.raises(ConfigError, match="set exactly one of bigquery_query"):
+        cloud_config.load()
+    cloud_env.setenv("BIGQUERY_QUERY", "DROP TABLE taxi.trips")
+    with pytest.raises(ConfigError, match="bigquery_query='DROP TABLE"):
+        cloud_config.load()
 
 
 @pytest.mark.parametrize("env,message", [
@@ -278,5 +480,5 @@ def test_tfx_cli_compiles_for_vertex(cloud_env, tmp_path):
         env=env, capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert "Pipeline taxi-tpu compiled successfully" in result.stdout
-    with open(tmp_path / "build" / "taxi-tpu.json", encoding="utf-8") as f:
+    with open(tmp_path / "build" / "vertex" / "taxi-tpu.json", encoding="utf-8") as f:
         json_format.ParseDict(json.load(f)["pipelineSpec"], pipeline_spec_pb2.PipelineSpec())

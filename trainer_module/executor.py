@@ -5,6 +5,9 @@ calls the exported model as a client does, with raw tf.Examples. The Trainer com
 pipeline (pipeline/trainer_component.py) has one more input, `raw_examples` (ExampleGen's
 output); this executor hands the file pattern of its eval split to `run_fn` in
 `custom_config`. It lives here, not in pipeline/, because the TPU trainer image runs it.
+
+On Kubeflow Pipelines the warm-start model comes from a component that always writes a Model
+artifact (pipeline/served_model.py); one marked as holding no model is no base model.
 """
 
 from typing import Any
@@ -12,7 +15,7 @@ from typing import Any
 from tfx import types
 from tfx.components.trainer import executor as trainer_executor
 from tfx.components.trainer.fn_args_utils import FnArgs
-from tfx.types import standard_artifact_utils
+from tfx.types import standard_artifact_utils, standard_component_specs
 from tfx.utils import io_utils
 
 # The Trainer's input with ExampleGen's raw examples.
@@ -20,6 +23,15 @@ RAW_EXAMPLES_KEY = "raw_examples"
 # The custom_config key that carries the raw eval split's file patterns to run_fn.
 RAW_EVAL_FILES_KEY = "raw_eval_files"
 EVAL_SPLIT = "eval"
+# Model custom property: 0 when the artifact holds no model (nothing was served yet).
+HAS_MODEL_KEY = "has_model"
+
+
+def models_held(artifacts: list[types.Artifact]) -> list[types.Artifact]:
+    """The artifacts that hold a model: all but those marked `has_model` = 0."""
+    return [a for a in artifacts
+            if not (a.has_custom_property(HAS_MODEL_KEY)
+                    and a.get_int_custom_property(HAS_MODEL_KEY) == 0)]
 
 
 class Executor(trainer_executor.GenericExecutor):
@@ -28,6 +40,9 @@ class Executor(trainer_executor.GenericExecutor):
     def _GetFnArgs(self, input_dict: dict[str, list[types.Artifact]],  # noqa: N802 (TFX's name)
                    output_dict: dict[str, list[types.Artifact]],
                    exec_properties: dict[str, Any]) -> FnArgs:
+        base = standard_component_specs.BASE_MODEL_KEY
+        if base in input_dict:
+            input_dict = {**input_dict, base: models_held(input_dict[base])}
         fn_args = super()._GetFnArgs(input_dict, output_dict, exec_properties)
         raw = input_dict.get(RAW_EXAMPLES_KEY)
         if raw:

@@ -1,0 +1,32 @@
+"""ImportSchemaGen whose cache key sees the schema's content, not only its path.
+
+On Kubeflow/Vertex the schema is read inside the pipeline image at a fixed path, and locally
+from the dataset's folder: an edited schema behind the same path would otherwise be served from
+cache, and Transform and the Trainer would go on with the old one (pipeline/source_hash.py).
+"""
+
+from tfx import types
+from tfx.components.schema_gen.import_schema_gen import component as import_schema_gen
+from tfx.dsl.components.base import base_component
+from tfx.types import standard_artifacts, standard_component_specs
+from tfx.types.component_spec import ExecutionParameter
+
+SCHEMA_HASH_KEY = "schema_hash"
+
+
+class ImportSchemaGenSpec(standard_component_specs.ImportSchemaGenSpec):
+    """TFX's ImportSchemaGenSpec plus the schema's content hash."""
+
+    PARAMETERS = {**standard_component_specs.ImportSchemaGenSpec.PARAMETERS,
+                  SCHEMA_HASH_KEY: ExecutionParameter(type=str)}
+
+
+class ImportSchemaGen(import_schema_gen.ImportSchemaGen):
+    """Imports `schema_file`; `schema_hash` (its content hash) only keys the cache."""
+
+    SPEC_CLASS = ImportSchemaGenSpec
+
+    def __init__(self, schema_file: str, schema_hash: str) -> None:
+        spec = ImportSchemaGenSpec(schema_file=schema_file, schema_hash=schema_hash,
+                                   schema=types.Channel(type=standard_artifacts.Schema))
+        base_component.BaseComponent.__init__(self, spec=spec)
