@@ -176,7 +176,7 @@ def check_tpu(ctx: Context) -> list[str]:
             problems.append(f"{ctx.cloud.tpu}: machine_spec.{key} is {machine.get(key)!r}, "
                             f"expected {value!r}")
     env = {e["name"]: e["value"] for e in pool["container_spec"].get("env", [])}
-    for name, value in PJRT_ENV.items():
+    for name in PJRT_ENV:
         if tpu.env.get(name) != env.get(name):
             problems.append(
                 f"{ctx.cloud.tpu} ({tpu.runtime} runtime): container_spec.env {name} is "
@@ -256,9 +256,9 @@ def check_cache_keys(ctx: Context) -> list[str]:
         (names.ANOMALY_GATE, CODE_VERSION_KEY): module_hash("pipeline.anomaly_gate"),
         (names.EVALUATOR, CODE_VERSION_KEY): served,
     }
-    if names.BASELINE_RESOLVER in ctx.tasks and not ctx.tasks[names.BASELINE_RESOLVER].get(
-            "componentRef", {}).get("name", "").endswith("resolver"):
-        expected[(names.BASELINE_RESOLVER, CODE_VERSION_KEY)] = served
+    for task in (names.BASELINE_RESOLVER, names.WARM_START_RESOLVER):
+        if task in ctx.tasks and ctx.container(task):  # the ServedModel step, not a resolver
+            expected[(task, CODE_VERSION_KEY)] = served
     problems = []
     for (task, key), value in expected.items():
         found = ctx.parameter(task, key)

@@ -10,7 +10,9 @@ edit re-runs the step and everything after it.
 import hashlib
 import os
 
-from pipeline.datasets import REPO_ROOT
+# The project's root (not pipeline.datasets.REPO_ROOT: this module runs in the Python 3.10
+# images, where that module's tomllib does not exist).
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CODE_VERSION_KEY = "code_version"  # the parameter holding a step's code hash
 HASH_LENGTH = 16

@@ -463,3 +463,50 @@ def _overall_metric_names(evaluation_uri: str) -> list[str]:
     result = tfma.load_eval_result(evaluation_uri)
     [overall] = [m[""][""] for key, m in result.slicing_metrics if key == ()]
     return list(overall)
+
+
+def _custom_int(artifact, key: str) -> int | None:
+    value = artifact.custom_properties.get(key)
+    return value.int_value if value is not None else None
+
+
+def test_kfp_shaped_dag_compares_with_and_starts_from_the_served_model(tmp_path):
+    """The DAG as `make compile TARGET=kfp` builds it (ServedModel steps instead of resolvers),
+    run twice under the local orchestrator: the first run has nothing served, so no baseline
+    and no base model; the second starts from the model the first pushed and is compared
+    with it."""
+    output = tmp_path / "out"
+    script = os.path.join(REPO_ROOT, "tests", "kfp_shaped_run.py")
+    env = {**_env(output, DATASET="penguins", TRAIN_STEPS="40"),
+           "PYTHONPATH": REPO_ROOT}
+    first = subprocess.run([sys.executable, script], env=env, capture_output=True, text=True,
+                           timeout=900)
+    assert first.returncode == 0, first.stderr[-4000:]
+    metadata = str(output / "metadata" / "metadata.db")
+    states = mlmd_records.latest_run(metadata).states
+    assert states["baseline_resolver"] == "COMPLETE" and states["Pusher"] == "COMPLETE", states
+    db = mlmd_records.store(metadata)
+    [empty] = db.get_artifacts_by_type("Model")[1:]  # the Trainer's model, then ServedModel's
+    assert _custom_int(empty, "has_model") == 0
+    [blessing] = db.get_artifacts_by_type("ModelBlessing")
+    assert _custom_int(blessing, "blessed") == 1
+    assert "baseline_model_id" not in blessing.custom_properties
+    serving = output / "serving_model" / "penguins-tpu"
+    [version] = os.listdir(serving)
+
+    second = subprocess.run([sys.executable, script], env={**env, "WARM_START": "true"},
+                            capture_output=True, text=True, timeout=900)
+    assert second.returncode == 0, second.stderr[-4000:]
+    states = mlmd_records.latest_run(metadata).states
+    assert {states[n] for n in ("warm_start_resolver", "Trainer", "baseline_resolver",
+                                "Evaluator")} == {"COMPLETE"}, states
+    models = sorted(db.get_artifacts_by_type("Model"), key=lambda a: a.id)
+    served = [m for m in models if _custom_int(m, "has_model") == 1]
+    assert len(served) == 2  # the warm-start model and the baseline, both the pushed version
+    assert {m.custom_properties["served_from"].string_value for m in served} == {
+        str(serving / version)}
+    assert re.search(r"Warm start: \d+ variables from .*/Format-Serving",
+                     second.stdout + second.stderr)
+    newest = max(db.get_artifacts_by_type("ModelBlessing"), key=lambda a: a.id)
+    baseline = [m for m in served if m.id == _custom_int(newest, "baseline_model_id")]
+    assert baseline, "the Evaluator did not compare with the served model"

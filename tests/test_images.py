@@ -17,7 +17,10 @@ DOCKERFILES = ("Dockerfile", "Dockerfile.tpu")
 RUNTIME_PACKAGES = ("trainer_module",)
 RUNTIME_MODULES = ("pipeline/dag.py", "pipeline/anomaly_gate.py", "pipeline/baseline_resolver.py",
                    "pipeline/pipeline_config.py", "pipeline/names.py", "pipeline/errors.py",
-                   "pipeline/csv_check.py", "pipeline/staged_pusher.py")
+                   "pipeline/csv_check.py", "pipeline/staged_pusher.py",
+                   "pipeline/served_model.py", "pipeline/schema_import.py",
+                   "pipeline/source_hash.py",
+                   "pipeline/trainer_component.py", "pipeline/vertex_trainer.py")
 
 
 def _read(name: str) -> str:
@@ -36,7 +39,7 @@ def _instructions(dockerfile: str, keyword: str) -> list[list[str]]:
 
 @pytest.mark.parametrize("dockerfile", DOCKERFILES)
 def test_every_copied_path_exists_and_lands_where_the_pipeline_looks(dockerfile):
-    copies = _instructions(dockerfile, "COPY")
+    copies = [c for c in _instructions(dockerfile, "COPY") if not c[0].startswith("--from=")]
     for *sources, _ in copies:
         for source in sources:
             assert os.path.exists(os.path.join(REPO_ROOT, source)), (dockerfile, source)
@@ -63,6 +66,28 @@ def test_pipeline_image_is_the_tfx_release_the_lock_pins():
     assert base == f"gcr.io/tfx-oss-public/tfx:{_lock()['tfx']}"
 
 
+def test_pipeline_image_runs_the_locks_beam_kfp_and_aiplatform():
+    """The TFX 1.16 image pins apache-beam 2.59, kfp 2.5 and google-cloud-aiplatform 1.70
+    (tfx/tools/docker/requirements.txt at v1.16.0); the tests here run the lock's versions, so
+    the image installs those, with the Beam boot Dataflow starts workers with from the same
+    Beam release, and tells that boot to use the image's environment (tensorflow/tfx#6386)."""
+    from pipeline import preflight
+
+    files = preflight.ProjectFiles.read()
+    lock = _lock()
+    pins = dict(re.findall(r"^([a-z0-9_.-]+)(?:\[[a-z,]+\])?==(\S+)$", files.image_requirements,
+                           re.M))
+    assert set(pins) == set(preflight.IMAGE_PINNED)
+    assert all(lock[name] == version for name, version in pins.items()), pins
+    [[_, source, dest]] = [c for c in _instructions("Dockerfile", "COPY")
+                           if c[0].startswith("--from=")]
+    assert source == dest == "/opt/apache/beam"
+    assert _instructions("Dockerfile", "COPY")[0][0] != "--from"
+    assert preflight.BEAM_SDK_IMAGE_RE.search(files.dockerfile).group(1) == lock["apache-beam"]
+    assert ["RUN_PYTHON_SDK_IN_DEFAULT_ENVIRONMENT=1"] in _instructions("Dockerfile", "ENV")
+    assert _instructions("Dockerfile", "ENTRYPOINT") == [['["/opt/apache/beam/boot"]']]
+
+
 def test_tpu_image_installs_the_locked_versions_and_the_matching_tensorflow_tpu():
     [[base]] = _instructions("Dockerfile.tpu", "FROM")
     assert base.startswith("python:3.10")
@@ -74,7 +99,14 @@ def test_tpu_image_installs_the_locked_versions_and_the_matching_tensorflow_tpu(
         assert lock[name] == version, f"{name}: image {version}, lock {lock[name]}"
     [tpu_version] = re.findall(r"tensorflow-tpu==([0-9.]+)", _read("Dockerfile.tpu"))
     assert tpu_version == lock["tensorflow"]
-    assert "libtpu" in _read("Dockerfile.tpu")
+    # tensorflow-tpu 2.16.2's wheel requires libtpu==2.16.0rc0, served by Google's libtpu
+    # index; PJRT (v5e) loads it from /lib.
+    installs = " ".join(" ".join(r) for r in _instructions("Dockerfile.tpu", "RUN"))
+    assert re.findall(r"libtpu==(\S+)", installs) == ["2.16.0rc0"]
+    assert "-f https://storage.googleapis.com/libtpu-tf-releases/index.html" in _read(
+        "Dockerfile.tpu")
+    copy = [r for r in _instructions("Dockerfile.tpu", "RUN") if "/lib/libtpu.so" in r]
+    assert copy and copy[0][0] == "cp" and "test" in copy[0]
 
 
 def test_code_that_runs_in_the_images_is_python_3_10():
