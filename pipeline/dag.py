@@ -48,6 +48,11 @@ def code_version(modules: tuple[str, ...] | None = None) -> str:
     return digest.hexdigest()[:16]
 
 
+def trainer_code_version() -> str:
+    """The Trainer step's code hash: trainer_module's and the pipeline modules it runs."""
+    return f"{code_version()}-{module_hash(*TRAINER_STEP_MODULES)}"
+
+
 def _threshold(spec: DatasetSpec, threshold: Threshold) -> tfma.MetricThreshold:
     higher = threshold.eval_metric(spec.task).higher_is_better
     bound = {("lower_bound" if higher else "upper_bound"): {"value": threshold.bound}}
@@ -192,7 +197,7 @@ def create_pipeline(config: PipelineConfig,
     )
     transform.add_upstream_node(anomaly_gate)
     trainer_config = {**config.trainer.to_custom_config(), **spec.to_custom_config(),
-                      CODE_VERSION_KEY: f"{code_version()}-{module_hash(*TRAINER_STEP_MODULES)}"}
+                      CODE_VERSION_KEY: trainer_code_version()}
     make_trainer = Trainer
     if kubeflow is not None and kubeflow.vertex_training_args:
         # The Trainer step submits a Vertex AI CustomJob (the TPU machine, the TPU trainer

@@ -43,6 +43,7 @@ SUPPORTED_EXECUTORS = {
     "kfp": {"container", "importer"},
     "vertex": {"container", "importer", "resolver", "customJob"},
 }
+VERTEX_TRAINER_EXECUTOR = "pipeline.vertex_trainer.VertexExecutor"
 BEAM_TASKS = ("CsvExampleGen", "BigQueryExampleGen", "StatisticsGen", "Transform", "Evaluator")
 SDK_ENV_LINE = "RUN_PYTHON_SDK_IN_DEFAULT_ENVIRONMENT=1"
 # The packages the pipeline image installs over the TFX image's own (which pins Beam 2.59,
@@ -153,8 +154,8 @@ def _trainer_job_spec(ctx: Context) -> dict | None:
 
 def check_tpu(ctx: Context) -> list[str]:
     """The Trainer's CustomJob asks for the configured TPU's machine, accelerator, count and
-    topology, sets exactly the runtime environment that TPU needs, and the TPU image holds
-    libtpu.so where PJRT looks for it."""
+    topology, sets exactly the runtime environment that TPU needs, the TPU image holds
+    libtpu.so where PJRT looks for it, and the step waiting for the job ends."""
     job_spec = _trainer_job_spec(ctx)
     if not ctx.cloud.tpu:
         return (["the Trainer submits a CustomJob but no TPU is configured"]
@@ -181,6 +182,10 @@ def check_tpu(ctx: Context) -> list[str]:
             problems.append(
                 f"{ctx.cloud.tpu} ({tpu.runtime} runtime): container_spec.env {name} is "
                 f"{env.get(name)!r}, expected {tpu.env.get(name)!r}")
+    executor_class = " ".join(_args(ctx, names.TRAINER))
+    if VERTEX_TRAINER_EXECUTOR not in executor_class:
+        problems.append(f"the Trainer step does not run {VERTEX_TRAINER_EXECUTOR}, whose wait "
+                        "ends on every final job state (TFX's own polls an EXPIRED job forever)")
     if tpu.env and not re.search(rf"^RUN .*\bcp\b.*libtpu\.so\S*\s+{re.escape(LIBTPU_PATH)}\b",
                                  ctx.files.dockerfile_tpu.replace("\\\n", " "), re.M):
         problems.append(f"Dockerfile.tpu does not copy libtpu.so to {LIBTPU_PATH}, where the "
@@ -245,12 +250,12 @@ def check_image_versions(ctx: Context) -> list[str]:
 def check_cache_keys(ctx: Context) -> list[str]:
     """The compiled spec carries the current content hashes of the schema and of each custom
     component's code, so an edit is never served from cache."""
-    from pipeline import dag
+    from pipeline import dag, served_model
     from pipeline.schema_import import SCHEMA_HASH_KEY
     from pipeline.source_hash import CODE_VERSION_KEY, file_hash, module_hash
 
     config = ctx.cloud.pipeline_config()
-    served = module_hash("pipeline.served_model", "trainer_module.executor")
+    served = served_model.code_version()
     expected = {
         (names.SCHEMA_GEN, SCHEMA_HASH_KEY): file_hash(config.schema_path),
         (names.ANOMALY_GATE, CODE_VERSION_KEY): module_hash("pipeline.anomaly_gate"),
@@ -266,7 +271,7 @@ def check_cache_keys(ctx: Context) -> list[str]:
             problems.append(f"{task}.{key} is {found!r}, the current content's hash is "
                             f"{value!r}: recompile (make compile) after editing")
     trainer_config = json.loads(ctx.parameter(names.TRAINER, "custom_config") or "{}")
-    trainer_version = (f"{dag.code_version()}-{module_hash(*dag.TRAINER_STEP_MODULES)}")
+    trainer_version = dag.trainer_code_version()
     if trainer_config.get(CODE_VERSION_KEY) != trainer_version:
         problems.append(f"Trainer custom_config {CODE_VERSION_KEY} is "
                         f"{trainer_config.get(CODE_VERSION_KEY)!r}, the current code's is "

@@ -36,6 +36,11 @@ SAVED_MODEL_FILE = "saved_model.pb"
 SOURCE_KEY = "served_from"  # Model custom property: the serving dir version it copies
 
 
+def code_version() -> str:
+    """Hash of this module and the executor helpers it uses: the steps it runs key on it."""
+    return module_hash(__name__, "trainer_module.executor")
+
+
 def newest_version(serving_dir: str) -> str | None:
     """The newest complete version folder under `serving_dir` (Pusher names versions by their
     push time in seconds), or None."""
@@ -116,7 +121,7 @@ class Evaluator(TfxEvaluator):
             fairness_indicator_thresholds=json_utils.dumps(None),
             evaluation=types.Channel(type=standard_artifacts.ModelEvaluation),
             blessing=types.Channel(type=standard_artifacts.ModelBlessing),
-            **{CODE_VERSION_KEY: module_hash(__name__, "trainer_module.executor")})
+            **{CODE_VERSION_KEY: code_version()})
         base_component.BaseComponent.__init__(self, spec=spec)
 
 
@@ -125,5 +130,5 @@ def served_model(serving_dir: str, node_id: str,
     """The ServedModel node with id `node_id` (the id of the resolver it stands in for)."""
     kwargs = {"candidate": candidate} if candidate is not None else {}
     return ServedModel(serving_dir=serving_dir,
-                       code_version=module_hash(__name__, "trainer_module.executor"),
+                       code_version=code_version(),
                        **kwargs).with_id(node_id)

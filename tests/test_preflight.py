@@ -119,6 +119,17 @@ def test_stream_executor_tpus_must_not_get_pjrt_and_machines_must_match(cloud, j
                for f in failures)
 
 
+def test_tfxs_own_vertex_executor_fails(cloud, jobs):
+    """TFX's Vertex trainer executor polls an EXPIRED job forever (pipeline/vertex_trainer.py)."""
+    job = copy.deepcopy(jobs["kfp"])
+    args = job["pipelineSpec"]["deploymentSpec"]["executors"]["Trainer_executor"]["container"][
+        "args"]
+    args[args.index("pipeline.vertex_trainer.VertexExecutor")] = (
+        "tfx.extensions.google_cloud_ai_platform.trainer.executor.GenericExecutor")
+    [failure] = _failures(_context(cloud, jobs, job=job), "tpu")
+    assert "does not run pipeline.vertex_trainer.VertexExecutor" in failure
+
+
 def test_tpu_image_without_libtpu_in_lib_fails(cloud, jobs):
     files = preflight.ProjectFiles.read()
     edited = dataclasses.replace(files, dockerfile_tpu=files.dockerfile_tpu.replace(
