@@ -11,17 +11,15 @@ import dataclasses
 import json
 
 import pytest
+import test_kubeflow
 
 from pipeline import cloud_config, preflight
 
+# Every check has something to check: a v5e TPU, Dataflow on a custom network, warm start.
 CLOUD = {
-    "GCP_PROJECT": "my-ml-project",
-    "GCP_REGION": "us-central1",
-    "GCS_BUCKET": "gs://my-ml-bucket",
-    "DATA_URI": "gs://my-ml-bucket/data",
-    "PIPELINE_IMAGE": "us-docker.pkg.dev/my-ml-project/tfx/taxi-tpu:1.0",
+    **test_kubeflow.CLOUD,
     "TPU_TYPE": "v5e-4",
-    "TPU_TRAINER_IMAGE": "us-docker.pkg.dev/my-ml-project/tfx/taxi-tpu-trainer:1.0",
+    "TPU_TRAINER_IMAGE": test_kubeflow.TPU_IMAGE,
     "BEAM_RUNNER": "dataflow",
     "WARM_START": "true",
     "VPC_NETWORK": "projects/123456/global/networks/ml",
