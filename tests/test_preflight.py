@@ -9,11 +9,14 @@ the backends' own, cited in pipeline/preflight.py).
 import copy
 import dataclasses
 import json
+import os
+import re
 
 import pytest
 import test_kubeflow
 
 from pipeline import cloud_config, preflight
+from pipeline.pipeline_config import REPO_ROOT
 
 # Every check has something to check: a v5e TPU, Dataflow on a custom network, warm start.
 CLOUD = {
@@ -246,3 +249,14 @@ def test_main_prints_one_line_per_check(monkeypatch, capsys):
     assert "FAIL settings: pipeline_image='us-docker.pkg.dev/my-ml-project/tfx/taxi-tpu:latest'" \
         in out
 
+
+
+def test_make_submit_runs_preflight_first():
+    """`make submit` depends on `preflight` (before `compile`), with the same target and config."""
+    with open(os.path.join(REPO_ROOT, "Makefile"), encoding="utf-8") as f:
+        makefile = f.read()
+    [prerequisites] = re.findall(r"^submit: (.*)$", makefile, re.M)
+    assert prerequisites.split()[:2] == ["preflight", "compile"]
+    [recipe] = re.findall(r"^preflight: .*\n\t(.*)$", makefile, re.M)
+    assert "-m pipeline.preflight $(CLOUD_ARGS)" in recipe
+    assert re.search(r"^CLOUD_ARGS = --target \$\(TARGET\) ", makefile, re.M)
