@@ -14,7 +14,7 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
-from pipeline.env_settings import from_env
+from pipeline.env_settings import BOOL_WORDS, from_env
 from pipeline.pipeline_config import PIPELINE_NAME_RE, ConfigError, PipelineConfig
 from pipeline.tpu_types import TPU_TYPES
 
@@ -330,9 +330,7 @@ def _parse(name: str, raw: str) -> object:
         except ValueError:
             return raw  # reported by problems() with the expected form
     if name in _BOOLS:
-        lowered = raw.strip().lower()
-        return {"1": True, "true": True, "yes": True, "0": False, "false": False,
-                "no": False}.get(lowered, raw)
+        return BOOL_WORDS.get(raw.strip().lower(), raw)
     return raw
 
 

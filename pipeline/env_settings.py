@@ -90,13 +90,15 @@ def _env_steps(var: str, raw: str) -> tuple[int, ...]:
                           "100,120") from None
 
 
+# The words a true/false setting accepts, in any case.
+BOOL_WORDS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
+
+
 def _env_bool(var: str, raw: str) -> bool:
-    lowered = raw.strip().lower()
-    if lowered in ("1", "true", "yes"):
-        return True
-    if lowered in ("0", "false", "no"):
-        return False
-    raise ConfigError(f"{var}={raw!r}: expected true/false (or 1/0)")
+    value = BOOL_WORDS.get(raw.strip().lower())
+    if value is None:
+        raise ConfigError(f"{var}={raw!r}: expected true/false (or 1/0)")
+    return value
 
 
 # Trainer settings `make run` takes from the environment: variable → (setting, parser).

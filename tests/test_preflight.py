@@ -132,10 +132,20 @@ def test_tfxs_own_vertex_executor_fails(cloud, jobs):
     assert "does not run pipeline.vertex_trainer.VertexExecutor" in failure
 
 
-def test_tpu_image_without_libtpu_in_lib_fails(cloud, jobs):
+def _edited_files(**edits: tuple[str, str]) -> preflight.ProjectFiles:
+    """The project's files with `old` replaced by `new` in each named one (`old` must be there,
+    or the test would check an unchanged file)."""
     files = preflight.ProjectFiles.read()
-    edited = dataclasses.replace(files, dockerfile_tpu=files.dockerfile_tpu.replace(
-        "/lib/libtpu.so", "/usr/lib/libtpu.so"))
+    changes = {}
+    for field, (old, new) in edits.items():
+        text = getattr(files, field)
+        assert old in text, (field, old)
+        changes[field] = text.replace(old, new)
+    return dataclasses.replace(files, **changes)
+
+
+def test_tpu_image_without_libtpu_in_lib_fails(cloud, jobs):
+    edited = _edited_files(dockerfile_tpu=(" /lib/libtpu.so", " /usr/lib/libtpu.so"))
     [failure] = _failures(_context(cloud, jobs, files=edited), "tpu")
     assert "Dockerfile.tpu does not copy libtpu.so to /lib/libtpu.so" in failure
 
@@ -169,19 +179,15 @@ def test_dataflow_flags_workers_need(cloud, jobs, edit, message):
 
 
 def test_image_without_the_sdk_environment_setting_fails_dataflow(cloud, jobs):
-    files = preflight.ProjectFiles.read()
-    edited = dataclasses.replace(files, dockerfile=files.dockerfile.replace(
-        "ENV RUN_PYTHON_SDK_IN_DEFAULT_ENVIRONMENT=1", ""))
+    edited = _edited_files(dockerfile=("ENV RUN_PYTHON_SDK_IN_DEFAULT_ENVIRONMENT=1", ""))
     [failure] = _failures(_context(cloud, jobs, files=edited), "dataflow")
     assert "does not set RUN_PYTHON_SDK_IN_DEFAULT_ENVIRONMENT=1" in failure
 
 
 def test_image_versions_other_than_the_locks_fail(cloud, jobs):
-    files = preflight.ProjectFiles.read()
-    edited = dataclasses.replace(
-        files, image_requirements=files.image_requirements.replace("kfp==2.13.0", "kfp==2.5.0"),
-        dockerfile=files.dockerfile.replace("beam_python3.10_sdk:2.61.0",
-                                            "beam_python3.10_sdk:2.59.0"))
+    edited = _edited_files(
+        image_requirements=("kfp==2.13.0", "kfp==2.5.0"),
+        dockerfile=("beam_python3.10_sdk:2.61.0", "beam_python3.10_sdk:2.59.0"))
     failures = _failures(_context(cloud, jobs, files=edited), "image versions")
     assert "docker/requirements-pipeline.txt: kfp is '2.5.0', the lock's '2.13.0'" in failures
     assert any("apache/beam_python3.10_sdk:2.61.0, the installed Beam; found 2.59.0" in f
