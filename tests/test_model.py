@@ -1,11 +1,12 @@
 """Model building and the float32 export, for each task: what serving and the Evaluator get."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras
 
-from trainer_module import export
+from trainer_module import export, feature_signature
 from trainer_module.config import TrainerConfig
 from trainer_module.features import CATEGORY
 from trainer_module.model import build_model, category_sizes, compile_model, model_inputs
@@ -81,7 +82,7 @@ def test_export_serves_raw_examples_in_float32(task_data, tmp_path):
     scale = (12.5, 10.0) if spec.task == "regression" else (0.0, 1.0)
     model = _model(task_data, TrainerConfig.create(hidden_units=(128,)), scale)
     loaded = _export(task_data, model, tmp_path, scale)
-    assert set(loaded.signatures) == {"serving_default", "transform_features"}
+    assert set(loaded.signatures) == {"serving_default", "serving_features", "transform_features"}
     rows = list(task_data.eval_csv_rows[:5])
     serving = task_data.rows.serialized(rows, serving=True)
     out = loaded.signatures["serving_default"](examples=tf.constant(serving))
@@ -122,3 +123,72 @@ def test_export_is_float32_after_mixed_precision_training(task_data, tmp_path):
     # No bfloat16 op or tensor anywhere in the serving graph (functions included).
     graph_def = loaded.signatures["serving_default"].graph.as_graph_def()
     assert "DT_BFLOAT16" not in str(graph_def)
+
+
+def _feature_inputs(data) -> tuple[feature_signature.FeatureInput, ...]:
+    return feature_signature.feature_inputs(
+        export.serving_raw_feature_spec(_tft(data), data.spec))
+
+
+def _columns(data, rows) -> dict[str, tf.Tensor]:
+    """The rows as JSON instances, then as the signature's [batch] columns."""
+    inputs = _feature_inputs(data)
+    instances = [feature_signature.instance(r, inputs) for r in rows]
+    return {i.name: tf.constant([x[i.name] for x in instances], tf.dtypes.as_dtype(i.dtype))
+            for i in inputs}
+
+
+def test_feature_signature_answers_like_serving_default_on_eval_rows(task_data, tmp_path):
+    spec = task_data.spec
+    scale = (12.5, 10.0) if spec.task == "regression" else (0.0, 1.0)
+    loaded = _export(task_data, _model(task_data, TrainerConfig.create(hidden_units=(128,)),
+                                       scale), tmp_path, scale)
+    rows = list(task_data.eval_csv_rows)
+    # Rows with empty cells are among them: optional features travel as NaN / "".
+    optional = [i.name for i in _feature_inputs(task_data) if not i.required]
+    assert optional and any(r[name] == "" for r in rows for name in optional)
+    by_example = loaded.signatures["serving_default"](
+        examples=tf.constant(task_data.rows.serialized(rows, serving=True)))
+    by_features = loaded.signatures["serving_features"](**_columns(task_data, rows))
+    assert set(by_features) == set(by_example) == set(spec.task_info.outputs)
+    for name, expected in by_example.items():
+        if expected.dtype == tf.string:
+            assert (by_features[name].numpy() == expected.numpy()).all()
+        else:
+            np.testing.assert_allclose(by_features[name].numpy(), expected.numpy(),
+                                       rtol=1e-6, atol=1e-7)
+
+
+def test_feature_signature_inputs_follow_the_schema(transformed_data):
+    inputs = {i.name: i for i in _feature_inputs(transformed_data)}
+    assert set(inputs) == set(export.serving_raw_feature_spec(_tft(transformed_data),
+                                                              transformed_data.spec))
+    # taxi: fare is a required FLOAT, trip_start_hour a required INT, payment_type a required
+    # STRING; trip_seconds (INT), pickup_latitude (FLOAT) and company (STRING) may be empty.
+    assert (inputs["fare"].dtype, inputs["trip_start_hour"].dtype,
+            inputs["payment_type"].dtype) == ("float32", "int64", "string")
+    assert (inputs["trip_seconds"].dtype, inputs["pickup_latitude"].dtype,
+            inputs["company"].dtype) == ("float64", "float32", "string")
+    assert not any(inputs[n].required for n in ("trip_seconds", "pickup_latitude", "company"))
+
+
+def test_feature_signature_refuses_a_missing_required_value(transformed_data, tmp_path):
+    loaded = _export(transformed_data, _model(transformed_data,
+                                              TrainerConfig.create(hidden_units=(128,))),
+                     tmp_path)
+    columns = _columns(transformed_data, transformed_data.eval_csv_rows[:2])
+    columns["fare"] = tf.constant([1.0, float("nan")])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="fare is required"):
+        loaded.signatures["serving_features"](**columns)
+
+
+def test_instance_names_the_feature_and_the_bad_value(transformed_data):
+    inputs = _feature_inputs(transformed_data)
+    row = dict(transformed_data.eval_csv_rows[0])
+    assert feature_signature.instance({**row, "trip_seconds": ""}, inputs)["trip_seconds"] != 0
+    with pytest.raises(ValueError, match="trip_start_hour: 'noon' is not a number"):
+        feature_signature.instance({**row, "trip_start_hour": "noon"}, inputs)
+    with pytest.raises(ValueError, match="payment_type: empty, but the schema requires"):
+        feature_signature.instance({**row, "payment_type": ""}, inputs)
+    with pytest.raises(ValueError, match="trip_start_day: '2.5' is not a whole number"):
+        feature_signature.instance({**row, "trip_start_day": "2.5"}, inputs)

@@ -4,6 +4,8 @@ Signatures:
   serving_default(examples: serialized raw tf.Example) → the task's outputs: binary
     'probabilities' [batch, 1]; multiclass 'scores' [batch, K] and 'classes' [batch, K] (class
     names); regression 'predictions' [batch, 1] in the label's own units.
+  serving_features(one [batch] input per raw feature, see trainer_module/feature_signature.py)
+    → the same outputs as serving_default, for JSON callers.
   transform_features(examples: serialized raw tf.Example, label included) → transformed features,
     which the Evaluator uses to find the label.
 Whatever precision the model trained in (mixed_bfloat16 on TPU), the export is rebuilt under a
@@ -17,6 +19,12 @@ from absl import logging
 
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
+from trainer_module.feature_signature import (
+    SIGNATURE_NAME,
+    feature_inputs,
+    input_signature,
+    to_parsed,
+)
 from trainer_module.model import build_model, category_sizes, model_inputs
 
 
@@ -65,6 +73,15 @@ def export_serving_model(
         prediction = model(model_inputs(transformed, spec), training=False)
         return task.serving_outputs(prediction, spec.classes)
 
+    inputs = feature_inputs(serving_spec)
+
+    @tf.function(input_signature=input_signature(inputs), autograph=False)
+    def serve_features(*values: tf.Tensor) -> dict[str, tf.Tensor]:
+        raw = to_parsed(dict(zip([i.name for i in inputs], values, strict=True)), inputs)
+        transformed = model.tft_layer(raw)
+        prediction = model(model_inputs(transformed, spec), training=False)
+        return task.serving_outputs(prediction, spec.classes)
+
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")],
                  autograph=False)
     def transform_features(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
@@ -79,6 +96,7 @@ def export_serving_model(
         save_traces=False,
         signatures={
             "serving_default": serve_tf_examples.get_concrete_function(),
+            SIGNATURE_NAME: serve_features.get_concrete_function(),
             "transform_features": transform_features.get_concrete_function(),
         },
     )
