@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # The tfx CLI finds its engines with `pip freeze`: the venv (with pip in it) comes first.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: venv run dataset report bench bench-quality figures browser test test-e2e tpu-check schema lint lock clean clean-outputs compile preflight submit image image-tpu
+.PHONY: venv run predict dataset report bench bench-quality figures browser test test-e2e tpu-check schema lint lock clean clean-outputs compile preflight submit image image-tpu
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,14 @@ venv: $(STAMP)
 DATASET_ARGS = $(if $(DATASET),--dataset "$(DATASET)") $(if $(OUTPUT_DIR),--output-dir "$(OUTPUT_DIR)")
 run: venv
 	$(BIN)/python pipeline/local_runner.py $(DATASET_ARGS) $(if $(DATA_DIR),--data-dir "$(DATA_DIR)")
+
+# Scores the CSV files of DATA_DIR (required) with the newest model pushed to OUTPUT_DIR (default
+# output/) for DATASET; writes OUTPUT_DIR/predictions/<time>/ (scored rows, rejected rows with
+# their reasons, summary.json). MODEL_DIR scores with another exported model folder.
+predict: venv
+	@test -n "$(DATA_DIR)" || { echo "usage: make predict DATA_DIR=<dir of CSV files> [DATASET=<name>] [OUTPUT_DIR=<dir>]" >&2; exit 2; }
+	$(BIN)/python -m pipeline.predict --data-dir "$(DATA_DIR)" $(DATASET_ARGS) \
+		$(if $(MODEL_DIR),--model-dir "$(MODEL_DIR)")
 
 # A first spec and schema for a folder of CSV files, written to schemas/NAME/ for review:
 #   make dataset NAME=house-prices DATA_DIR=~/houses LABEL=price TASK=regression

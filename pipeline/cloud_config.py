@@ -39,6 +39,17 @@ _SUBNETWORK_RE = re.compile(
     r"^(https://www\.googleapis\.com/compute/v1/projects/[a-z0-9-]+/)?"
     r"regions/(?P<region>[a-z]+-[a-z]+[0-9]+)/subnetworks/[a-z0-9-]+$")
 _TABLE_RE = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]\.[A-Za-z0-9_]+\.[A-Za-z0-9_$-]+$")
+_ENDPOINT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+_MACHINE_TYPE_RE = re.compile(r"^[a-z][a-z0-9]*-[a-z]+(-[0-9]+)?$")
+# Vertex AI's prebuilt prediction images: <multi-region>-docker.pkg.dev/vertex-ai/prediction/
+# <framework>-<cpu|gpu>.<version>:latest (the form google-cloud-aiplatform's
+# constants/prediction.py matches; these images are published only under :latest).
+PREBUILT_IMAGE_RE = re.compile(
+    r"^(?P<geo>us|europe|asia)-docker\.pkg\.dev/vertex-ai/prediction/"
+    r"(?P<framework>[a-z0-9]+)-(?P<accelerator>cpu|gpu)\.(?P<version>[0-9]+-[0-9]+):latest$")
+# The newest TensorFlow CPU prediction image Vertex AI offers (its list ends at 2.15: there is
+# no prebuilt 2.16 one); a model exported by TF 2.16 without newer ops loads in it.
+SERVING_TF_VERSION = "2-15"
 _PLACEHOLDER_RE = re.compile(r"YOUR[-_]|CHANGE[-_]?ME|<[^>]*>", re.IGNORECASE)
 
 
@@ -94,8 +105,26 @@ _FIELDS: dict[str, _Field] = {
         "DATAFLOW_PUBLIC_IPS", "true or false (false: workers get only internal IPs, which "
         "needs a subnetwork with Private Google Access)"),
     "train_steps": _Field("TRAIN_STEPS", "a whole number > 0"),
+    "endpoint_name": _Field(
+        "ENDPOINT_NAME", "a Vertex AI endpoint display name (letters, digits, '-', '_', at "
+        "most 128): the Pusher deploys each blessed model there (Vertex AI Pipelines only)"),
+    "endpoint_machine_type": _Field("ENDPOINT_MACHINE_TYPE",
+                                    "a prediction machine type, e.g. 'n1-standard-2'"),
+    "endpoint_min_replicas": _Field("ENDPOINT_MIN_REPLICAS", "a whole number >= 1"),
+    "endpoint_max_replicas": _Field("ENDPOINT_MAX_REPLICAS",
+                                    "a whole number >= endpoint_min_replicas"),
+    "endpoint_traffic_percentage": _Field(
+        "ENDPOINT_TRAFFIC_PERCENTAGE", "a whole number 0..100: the new model's share of the "
+        "endpoint's traffic (the models already there share the rest)"),
+    "endpoint_serving_image": _Field(
+        "ENDPOINT_SERVING_IMAGE", "a Vertex AI prebuilt TensorFlow CPU prediction image, "
+        "e.g. 'us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest' ('' picks the "
+        "newest one in the region's multi-region)"),
 }
-_INTS = ("dataflow_max_workers", "dataflow_disk_size_gb", "train_steps")
+# Every environment variable a setting is read from.
+ENV_VARS = tuple(f.var for f in _FIELDS.values())
+_INTS = ("dataflow_max_workers", "dataflow_disk_size_gb", "train_steps",
+         "endpoint_min_replicas", "endpoint_max_replicas", "endpoint_traffic_percentage")
 _BOOLS = ("enable_cache", "warm_start", "dataflow_public_ips")
 
 
@@ -128,6 +157,12 @@ class CloudConfig:
     dataflow_subnetwork: str = ""
     dataflow_public_ips: bool = True
     train_steps: int = 1000
+    endpoint_name: str = ""
+    endpoint_machine_type: str = "n1-standard-2"
+    endpoint_min_replicas: int = 1
+    endpoint_max_replicas: int = 1
+    endpoint_traffic_percentage: int = 100
+    endpoint_serving_image: str = ""
 
     def problems(self) -> list[tuple[str, str]]:
         """(setting, what is wrong and the expected form) for every bad setting."""
@@ -168,6 +203,8 @@ class CloudConfig:
         if self.beam_runner not in BEAM_RUNNERS:
             bad("beam_runner")
         for name in _INTS:
+            if name == "endpoint_traffic_percentage":
+                continue  # 0 is allowed: checked with the endpoint
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 bad(name)
@@ -178,7 +215,54 @@ class CloudConfig:
             if not isinstance(getattr(self, name), bool):
                 bad(name)
         self._network_problems(bad)
+        self._endpoint_problems(bad)
         return found
+
+    def _endpoint_problems(self, bad) -> None:
+        if not self.endpoint_name:
+            return
+        if not _ENDPOINT_NAME_RE.match(self.endpoint_name):
+            bad("endpoint_name")
+        if not _MACHINE_TYPE_RE.match(self.endpoint_machine_type):
+            bad("endpoint_machine_type")
+        low, high = self.endpoint_min_replicas, self.endpoint_max_replicas
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)) and (
+                high < low):
+            bad("endpoint_max_replicas", f"it is below endpoint_min_replicas={low}")
+        traffic = self.endpoint_traffic_percentage
+        if isinstance(traffic, bool) or not isinstance(traffic, int) or not 0 <= traffic <= 100:
+            bad("endpoint_traffic_percentage")
+        image = PREBUILT_IMAGE_RE.match(self.serving_image)
+        if not image or image.group("framework") != "tf2" or image.group("accelerator") != "cpu":
+            bad("endpoint_serving_image", "TFX's Vertex Pusher gives the image no port, route "
+                "or arguments, so only Vertex AI's prebuilt TensorFlow images serve the "
+                "SavedModel as uploaded")
+
+    @property
+    def serving_image(self) -> str:
+        """The prediction image the endpoint runs: the setting, or the newest prebuilt
+        TensorFlow CPU image in the multi-region of `region`."""
+        if self.endpoint_serving_image:
+            return self.endpoint_serving_image
+        return (f"{multi_region(self.region)}-docker.pkg.dev/vertex-ai/prediction/"
+                f"tf2-cpu.{SERVING_TF_VERSION}:latest")
+
+    def vertex_serving_args(self) -> dict[str, Any] | None:
+        """What TFX's Vertex Pusher passes to `aiplatform.Model.deploy` (its
+        `ai_platform_serving_args`), or None when no endpoint is configured."""
+        if not self.endpoint_name:
+            return None
+        args: dict[str, Any] = {
+            "project": self.project,
+            "endpoint_name": self.endpoint_name,
+            "machine_type": self.endpoint_machine_type,
+            "min_replica_count": self.endpoint_min_replicas,
+            "max_replica_count": self.endpoint_max_replicas,
+            "traffic_percentage": self.endpoint_traffic_percentage,
+        }
+        if self.service_account:
+            args["service_account"] = self.service_account
+        return args
 
     def _source_problems(self, bad, placeholders: set[str]) -> None:
         if self.data_source not in DATA_SOURCES:
@@ -303,6 +387,13 @@ class CloudConfig:
         if self.network:
             job_spec["network"] = self.network
         return {"project": self.project, "job_spec": job_spec}
+
+
+def multi_region(region: str) -> str:
+    """The Artifact Registry multi-region (us, europe, asia) nearest a Google Cloud region."""
+    geo = region.split("-")[0]
+    return {"northamerica": "us", "southamerica": "us", "australia": "asia",
+            "me": "europe", "africa": "europe"}.get(geo, geo)
 
 
 def image_problem(image: str) -> str:

@@ -112,12 +112,43 @@ class KubeflowTarget:
     resolvers: whether the orchestrator runs TFX resolvers (Vertex AI does; Kubeflow Pipelines'
       backend refuses them, so there the baseline and the warm-start model come from the
       serving dir: pipeline/served_model.py).
+    vertex_serving_args / serving_image: when set, TFX's Vertex Pusher uploads each blessed
+      model to the Model Registry with this prediction image and deploys it to an endpoint
+      with these `aiplatform.Model.deploy` arguments (endpoint_name, machine type, replicas,
+      traffic percentage), in vertex_region.
     """
 
     image_project_dir: str
     vertex_region: str = ""
     vertex_training_args: Mapping[str, Any] | None = None
     resolvers: bool = True
+    vertex_serving_args: Mapping[str, Any] | None = None
+    serving_image: str = ""
+
+
+def _pusher(config: PipelineConfig, kubeflow: KubeflowTarget | None, model: Any,
+            blessing: Any) -> Any:
+    """TFX's Vertex Pusher when an endpoint is configured; else a filesystem push to the
+    serving dir (on a local disk staged, then renamed into place, so a version appears whole)."""
+    if kubeflow is not None and kubeflow.vertex_serving_args:
+        from tfx.extensions.google_cloud_ai_platform import constants as vertex
+        from tfx.extensions.google_cloud_ai_platform.pusher.component import (
+            Pusher as VertexPusher,
+        )
+
+        return VertexPusher(model=model, model_blessing=blessing, custom_config={
+            vertex.ENABLE_VERTEX_KEY: True,
+            vertex.VERTEX_REGION_KEY: kubeflow.vertex_region,
+            vertex.VERTEX_CONTAINER_IMAGE_URI_KEY: kubeflow.serving_image,
+            vertex.SERVING_ARGS_KEY: dict(kubeflow.vertex_serving_args),
+        }).with_id(names.PUSHER)
+    pusher_class = Pusher if is_remote(config.serving_model_dir) else StagedPusher
+    return pusher_class(
+        model=model, model_blessing=blessing,
+        push_destination=pusher_pb2.PushDestination(
+            filesystem=pusher_pb2.PushDestination.Filesystem(
+                base_directory=config.serving_model_dir)),
+    ).with_id(names.PUSHER)
 
 
 def create_pipeline(config: PipelineConfig,
@@ -242,15 +273,8 @@ def create_pipeline(config: PipelineConfig,
         baseline_model=model_resolver.outputs[names.MODEL],
         eval_config=eval_config(spec),
     )
-    # On a local disk a new version appears whole (staged, then renamed into place).
-    pusher_class = Pusher if is_remote(config.serving_model_dir) else StagedPusher
-    pusher = pusher_class(
-        model=trainer.outputs[names.MODEL],
-        model_blessing=evaluator.outputs[names.BLESSING],
-        push_destination=pusher_pb2.PushDestination(
-            filesystem=pusher_pb2.PushDestination.Filesystem(
-                base_directory=config.serving_model_dir)),
-    ).with_id(names.PUSHER)
+    pusher = _pusher(config, kubeflow, trainer.outputs[names.MODEL],
+                     evaluator.outputs[names.BLESSING])
     return Pipeline(
         pipeline_name=config.pipeline_name,
         pipeline_root=config.pipeline_root,

@@ -41,9 +41,16 @@ def compile_pipeline(cloud: cloud_config.CloudConfig, output_dir: str,
 
     if target not in cloud_config.TARGETS:
         raise ConfigError(f"target={target!r}: expected one of {', '.join(cloud_config.TARGETS)}")
+    if cloud.endpoint_name and target != "vertex":
+        raise ConfigError(
+            f"endpoint_name={cloud.endpoint_name!r} (ENDPOINT_NAME) with target={target!r}: "
+            "endpoint deployment needs target 'vertex'; on Kubeflow Pipelines the Pusher "
+            "writes the serving dir, where the next run finds its baseline. Unset "
+            "endpoint_name, or compile with TARGET=vertex")
     pipeline = dag.create_pipeline(cloud.pipeline_config(), dag.KubeflowTarget(
         image_project_dir=IMAGE_PROJECT_DIR, vertex_region=cloud.region,
-        vertex_training_args=cloud.vertex_training_args(), resolvers=target == "vertex"))
+        vertex_training_args=cloud.vertex_training_args(), resolvers=target == "vertex",
+        vertex_serving_args=cloud.vertex_serving_args(), serving_image=cloud.serving_image))
     path = pipeline_file(cloud, target, output_dir)
     runner = tfx.orchestration.experimental.KubeflowV2DagRunner(
         config=tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(

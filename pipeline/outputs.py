@@ -18,6 +18,7 @@ from pipeline.pipeline_config import (
     DEFAULT_OUTPUT_DIR,
     METADATA_FILE,
     PIPELINE_ROOT_DIR,
+    PREDICTIONS_DIR,
     SERVING_DIR,
 )
 
@@ -46,7 +47,8 @@ def describe(output_dir: str) -> list[str]:
     if os.path.exists(store):
         lines.append(f"ML Metadata store {store} ({_mib(_size(store))}): the run history of "
                      f"{', '.join(_pipelines(store)) or 'no pipeline'}")
-    for name, what in ((PIPELINE_ROOT_DIR, "artifacts"), ("report", "run report")):
+    for name, what in ((PIPELINE_ROOT_DIR, "artifacts"), ("report", "run report"),
+                       (PREDICTIONS_DIR, "batch predictions")):
         path = os.path.join(output_dir, name)
         if os.path.exists(path):
             lines.append(f"{what} {path} ({_mib(_size(path))})")

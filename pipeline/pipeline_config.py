@@ -27,6 +27,7 @@ PIPELINE_NAME_SUFFIX = "-tpu"
 PIPELINE_ROOT_DIR = "pipeline_root"
 METADATA_FILE = os.path.join("metadata", "metadata.db")
 SERVING_DIR = "serving_model"
+PREDICTIONS_DIR = "predictions"  # make predict: one folder per run
 
 __all__ = ["REPO_ROOT", "ConfigError", "PipelineConfig", "is_remote"]  # what runners import
 

@@ -19,6 +19,10 @@ The rules, and where each backend states it:
   for the >10 GB image, a subnetwork on a custom network, the Beam boot of the installed Beam,
   and RUN_PYTHON_SDK_IN_DEFAULT_ENVIRONMENT=1 so that boot does not build a new venv
   (tensorflow/tfx#6386, #6921).
+- TFX's Vertex Pusher uploads the model with the given prediction image and passes the serving
+  args, less endpoint_name/project/regions/labels, to `aiplatform.Model.deploy`; the image gets
+  no port or route, so it must be one of Vertex AI's prebuilt TensorFlow images (Vertex AI
+  "Prebuilt containers for inference", which lists them only under :latest).
 - Vertex AI and KFP key their caches on inputs, parameters, image and command: images need a
   version tag or digest, and the schema's and custom components' content hashes must be in
   the compiled parameters.
@@ -33,7 +37,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 
-from pipeline import cloud_config, names
+from pipeline import cloud_config, compiled_spec, names
 from pipeline.datasets import REPO_ROOT
 from pipeline.errors import ConfigError
 from pipeline.tpu_types import LIBTPU_PATH, PJRT_ENV, TPU_TYPES
@@ -81,21 +85,14 @@ class Context:
 
     @property
     def tasks(self) -> dict:
-        return self.job["pipelineSpec"]["root"]["dag"]["tasks"]
+        return compiled_spec.tasks(self.job)
 
     @property
     def executors(self) -> dict:
         return self.job["pipelineSpec"]["deploymentSpec"]["executors"]
 
     def parameter(self, task: str, name: str):
-        """A task's constant parameter, parsed from its compiled value (None when absent)."""
-        runtime = (self.tasks.get(task, {}).get("inputs", {}).get("parameters", {})
-                   .get(name, {}).get("runtimeValue", {}))
-        if "constant" in runtime:
-            return runtime["constant"]
-        # TFX writes the older form: constantValue with one typed field.
-        typed = runtime.get("constantValue", {})
-        return next(iter(typed.values()), None)
+        return compiled_spec.parameter(self.job, task, name)
 
     def container(self, task: str) -> dict:
         label = self.tasks[task]["componentRef"]["name"]
@@ -279,6 +276,58 @@ def check_cache_keys(ctx: Context) -> list[str]:
     return problems
 
 
+# What TFX's Vertex prediction client takes out of the serving args before it calls
+# aiplatform.Model.deploy (tfx/extensions/google_cloud_ai_platform/prediction_clients.py).
+SERVING_ARGS_NOT_DEPLOYED = ("endpoint_name", "project", "regions", "labels")
+VERTEX_PUSHER_EXECUTOR = "tfx.extensions.google_cloud_ai_platform.pusher.executor.Executor"
+
+
+def check_endpoint(ctx: Context) -> list[str]:
+    """With an endpoint configured: the Pusher step runs TFX's Vertex Pusher in the pipeline's
+    region, with a prebuilt TensorFlow CPU prediction image the installed Vertex AI SDK lists,
+    and arguments `aiplatform.Model.deploy` accepts."""
+    import inspect
+
+    from google.cloud import aiplatform
+    from google.cloud.aiplatform.constants import prediction
+
+    executor = " ".join(_args(ctx, names.PUSHER))
+    deployment = compiled_spec.endpoint_deployment(ctx.job) or {}
+    if not ctx.cloud.endpoint_name:
+        return ([f"the Pusher runs {VERTEX_PUSHER_EXECUTOR} but no endpoint_name is set"]
+                if VERTEX_PUSHER_EXECUTOR in executor else [])
+    problems = [message for name, message in ctx.cloud.problems()
+                if name.startswith("endpoint_")]
+    if VERTEX_PUSHER_EXECUTOR not in executor:
+        return problems + [f"endpoint_name={ctx.cloud.endpoint_name!r}, but the Pusher step "
+                           f"does not run {VERTEX_PUSHER_EXECUTOR}"]
+    if deployment.get("region") != ctx.cloud.region:
+        problems.append(f"Pusher region is {deployment.get('region')!r}, the pipeline's is "
+                        f"{ctx.cloud.region!r}")
+    image = deployment.get("serving_image") or ""
+    match = cloud_config.PREBUILT_IMAGE_RE.match(image)
+    if image not in prediction.TF_CONTAINER_URIS or not match or match["accelerator"] != "cpu":
+        problems.append(f"Pusher serving image {image!r} is not one of the prebuilt TensorFlow "
+                        "CPU prediction images google-cloud-aiplatform lists "
+                        "(aiplatform.constants.prediction.TF_CONTAINER_URIS)")
+    elif match["geo"] != cloud_config.multi_region(ctx.cloud.region):
+        problems.append(f"Pusher serving image {image!r} is pulled from another multi-region "
+                        f"than the endpoint's region {ctx.cloud.region!r}")
+    args = dict(deployment.get("serving_args") or {})
+    if args.get("endpoint_name") != ctx.cloud.endpoint_name or args.get(
+            "project") != ctx.cloud.project:
+        problems.append(f"Pusher serving args name endpoint {args.get('endpoint_name')!r} in "
+                        f"project {args.get('project')!r}, expected "
+                        f"{ctx.cloud.endpoint_name!r} in {ctx.cloud.project!r}")
+    deploy = {k: v for k, v in args.items() if k not in SERVING_ARGS_NOT_DEPLOYED}
+    try:
+        inspect.signature(aiplatform.Model.deploy).bind(None, endpoint=None, **deploy)
+    except TypeError as e:
+        problems.append(f"Pusher serving args {sorted(deploy)}: aiplatform.Model.deploy "
+                        f"refuses them ({e})")
+    return problems
+
+
 CHECKS: tuple[tuple[str, Callable[[Context], list[str]]], ...] = (
     ("settings", check_settings),
     ("service account", check_service_account),
@@ -288,6 +337,7 @@ CHECKS: tuple[tuple[str, Callable[[Context], list[str]]], ...] = (
     ("dataflow", check_dataflow),
     ("image versions", check_image_versions),
     ("cache keys", check_cache_keys),
+    ("endpoint", check_endpoint),
 )
 
 

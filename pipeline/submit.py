@@ -19,7 +19,7 @@ import sys
 import tempfile
 from typing import Any
 
-from pipeline import cloud_config
+from pipeline import cloud_config, compiled_spec
 from pipeline.kubeflow_v2_runner import pipeline_file as compiled_file
 from pipeline.pipeline_config import ConfigError
 
@@ -58,9 +58,11 @@ def vertex_job(cloud: cloud_config.CloudConfig, pipeline_file: str, dry_run: boo
 
 
 def describe_vertex(job) -> dict[str, Any]:
+    """The request, and what its Pusher step will deploy to an endpoint (null: none)."""
     resource = job._gca_resource
     body = json.loads(type(resource).to_json(resource))
-    return {"parent": job._parent, "pipeline_job_id": job.job_id, "pipeline_job": body}
+    return {"parent": job._parent, "pipeline_job_id": job.job_id, "pipeline_job": body,
+            "endpoint_deployment": compiled_spec.endpoint_deployment(body)}
 
 
 def kfp_package(pipeline_file: str, directory: str) -> str:

@@ -8,11 +8,14 @@ import dataclasses
 import functools
 import os
 import random
+import socket
 import sys
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+
+from cloud_settings import CLOUD  # noqa: E402
 
 from dataset_rows import PENGUINS, TAXI, DatasetRows, fare_dataset  # noqa: E402
 
@@ -154,3 +157,26 @@ TASK_FIXTURES = ("transformed_data", "penguins_data", "fare_data")
 @pytest.fixture(params=TASK_FIXTURES, ids=("binary", "multiclass", "regression"))
 def task_data(request) -> TransformedData:
     return request.getfixturevalue(request.param)
+
+
+@pytest.fixture
+def cloud_env(monkeypatch):
+    """The cloud settings of cloud_settings.CLOUD as environment variables, and no other."""
+    from pipeline import cloud_config
+
+    for var in (*cloud_config.ENV_VARS, "CLOUD_CONFIG", "TARGET"):
+        monkeypatch.delenv(var, raising=False)
+    for var, value in CLOUD.items():
+        monkeypatch.setenv(var, value)
+    return monkeypatch
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError(f"network call attempted: {args[1:]}")
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt to open a connection fails the test."""
+    monkeypatch.setattr(socket.socket, "connect", _refuse)
+    monkeypatch.setattr(socket, "create_connection", _refuse)

@@ -11,12 +11,12 @@ import http.server
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
 
 import pytest
+from cloud_settings import CLOUD, TPU_IMAGE
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
@@ -28,27 +28,6 @@ COMMON = {"CsvExampleGen", "StatisticsGen", "ImportSchemaGen", "ExampleValidator
 # Vertex runs TFX's resolver (two resolver tasks); KFP the ServedModel step in its place.
 NODES = COMMON | {"baseline_resolver-model-resolver", "baseline_resolver-model-blessing-resolver"}
 KFP_NODES = COMMON | {"baseline_resolver"}
-CLOUD = {
-    "GCP_PROJECT": "my-ml-project",
-    "GCP_REGION": "us-central1",
-    "GCS_BUCKET": "gs://my-ml-bucket",
-    "DATA_URI": "gs://my-ml-bucket/data",
-    "PIPELINE_IMAGE": "us-docker.pkg.dev/my-ml-project/tfx/taxi-tpu:1.0",
-}
-TPU_IMAGE = "us-docker.pkg.dev/my-ml-project/tfx/taxi-tpu-trainer:1.0"
-
-
-@pytest.fixture
-def cloud_env(monkeypatch):
-    for var in ("TPU_TYPE", "TPU_TRAINER_IMAGE", "BEAM_RUNNER", "SERVICE_ACCOUNT", "VPC_NETWORK",
-                "KFP_HOST", "CLOUD_CONFIG", "PIPELINE_NAME", "TRAIN_STEPS", "KFP_SERVICE_ACCOUNT",
-                "ENABLE_CACHE", "WARM_START", "DATA_SOURCE", "BIGQUERY_QUERY", "BIGQUERY_TABLE",
-                "DATAFLOW_DISK_SIZE_GB", "DATAFLOW_SUBNETWORK", "DATAFLOW_PUBLIC_IPS",
-                "DATAFLOW_MAX_WORKERS", "TARGET"):
-        monkeypatch.delenv(var, raising=False)
-    for var, value in CLOUD.items():
-        monkeypatch.setenv(var, value)
-    return monkeypatch
 
 
 def _compile(tmp_path, target: str = "vertex") -> tuple[dict, pipeline_spec_pb2.PipelineSpec]:
@@ -376,17 +355,6 @@ def test_example_config_file_refuses_its_placeholders(cloud_env):
         cloud_env.delenv(var)
     with pytest.raises(ConfigError, match="replace the placeholder"):
         cloud_config.load(os.path.join(REPO_ROOT, "pipeline", "cloud.example.toml"))
-
-
-def _refuse(*args, **kwargs):
-    raise AssertionError(f"network call attempted: {args[1:]}")
-
-
-@pytest.fixture
-def no_network(monkeypatch):
-    """Any attempt to open a connection fails the test."""
-    monkeypatch.setattr(socket.socket, "connect", _refuse)
-    monkeypatch.setattr(socket, "create_connection", _refuse)
 
 
 def test_vertex_dry_run_builds_the_pipeline_job_request(cloud_env, tmp_path, capsys, no_network):

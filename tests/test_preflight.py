@@ -12,17 +12,17 @@ import json
 import os
 import re
 
+import cloud_settings
 import pytest
-import test_kubeflow
 
 from pipeline import cloud_config, preflight
 from pipeline.pipeline_config import REPO_ROOT
 
 # Every check has something to check: a v5e TPU, Dataflow on a custom network, warm start.
 CLOUD = {
-    **test_kubeflow.CLOUD,
+    **cloud_settings.CLOUD,
     "TPU_TYPE": "v5e-4",
-    "TPU_TRAINER_IMAGE": test_kubeflow.TPU_IMAGE,
+    "TPU_TRAINER_IMAGE": cloud_settings.TPU_IMAGE,
     "BEAM_RUNNER": "dataflow",
     "WARM_START": "true",
     "VPC_NETWORK": "projects/123456/global/networks/ml",

@@ -24,6 +24,7 @@ from trainer_module.feature_signature import (
     feature_inputs,
     input_signature,
     to_parsed,
+    write_contract,
 )
 from trainer_module.model import build_model, category_sizes, model_inputs
 
@@ -100,4 +101,5 @@ def export_serving_model(
             "transform_features": transform_features.get_concrete_function(),
         },
     )
+    write_contract(export_dir, inputs, spec)
     logging.info("Exported float32 serving model to %s", export_dir)

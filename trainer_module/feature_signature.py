@@ -18,11 +18,13 @@ signatures run the same Transform graph and model and give the same predictions.
 """
 
 import dataclasses
-import math
 from typing import Any
 
 SIGNATURE_NAME = "serving_features"
 MISSING_STRING = ""
+# Written beside the SavedModel (assets.extra/ travels with every copy and push of it): what
+# the model takes and answers, for callers without the dataset's schema.
+CONTRACT_FILE = "assets.extra/serving_contract.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,45 +104,123 @@ def to_parsed(values: dict[str, Any], inputs: tuple[FeatureInput, ...]) -> dict[
     return parsed
 
 
+def parse_columns(frame: Any, inputs: tuple[FeatureInput, ...]) -> tuple[dict[str, Any], Any]:
+    """The signature's columns for a table of CSV cells, and why each row cannot be scored.
+
+    frame: a pandas DataFrame of strings ("" or NaN: an empty cell); columns beyond the inputs
+    are ignored. Returns ({input name: numpy array in the input's dtype}, a Series of reasons,
+    "" for a good row). A bad row's values are placeholders: send only the good rows.
+
+    Raises:
+      ValueError: a required feature has no column at all.
+    """
+    import numpy as np
+    import pandas as pd
+
+    missing = [f.name for f in inputs if f.required and f.name not in frame.columns]
+    if missing:
+        raise ValueError(f"no column for required feature(s) {missing}: the model needs "
+                         "them in every row")
+    reasons = pd.Series("", index=frame.index, dtype=object)
+
+    def note(mask: Any, text: Any) -> None:
+        if mask.any():
+            joined = reasons[mask].where(reasons[mask] == "", reasons[mask] + "; ")
+            reasons[mask] = joined + text[mask] if isinstance(text, pd.Series) else joined + text
+
+    columns: dict[str, Any] = {}
+    for feature in inputs:
+        if feature.name in frame.columns:
+            cells = frame[feature.name].fillna("").astype(str).str.strip()
+        else:
+            cells = pd.Series("", index=frame.index, dtype=object)
+        empty = cells == ""
+        if feature.required:
+            note(empty, f"{feature.name}: empty, but the schema requires a value")
+        if feature.kind == "string":
+            columns[feature.name] = cells.to_numpy(dtype=object)
+            continue
+        numbers = pd.to_numeric(cells.where(~empty), errors="coerce").astype(np.float64)
+        quoted = feature.name + ": " + cells.map(repr)
+        not_number = ~empty & numbers.isna()
+        note(not_number, quoted + f" is not a number (the schema's type is "
+                                  f"{feature.kind.upper()})")
+        infinite = ~empty & ~numbers.isna() & ~np.isfinite(numbers)
+        note(infinite, quoted + " is not a finite number")
+        if feature.kind == "int":
+            whole = numbers.where(np.isfinite(numbers), 0.0)
+            note(~empty & ~not_number & ~infinite & (whole % 1 != 0),
+                 quoted + " is not a whole number (the schema's type is INT)")
+        bad = not_number | infinite
+        if feature.required and feature.kind == "int":
+            # Exact for any int64, not only for what a float64 holds.
+            ints = pd.to_numeric(cells.where(~(empty | bad), "0"), errors="coerce")
+            columns[feature.name] = ints.fillna(0).astype(np.int64).to_numpy()
+        else:
+            values = numbers.where(~bad, np.nan).to_numpy()
+            columns[feature.name] = values.astype(np.dtype(feature.dtype))
+    return columns, reasons
+
+
 def instance(row: dict[str, str], inputs: tuple[FeatureInput, ...]) -> dict[str, Any]:
-    """A JSON instance for the signature from a CSV row's cells (strings; "" is an empty cell).
+    """A JSON instance for the signature from one CSV row's cells ("" is an empty cell).
 
     Raises:
       ValueError: a cell does not parse as its feature's type, or a required one is empty;
         the message names the feature and the value.
     """
-    out: dict[str, Any] = {}
-    for feature in inputs:
-        cell = row.get(feature.name, "")
-        cell = "" if cell is None else str(cell).strip()
-        if cell == "":
-            if feature.required:
-                raise ValueError(f"{feature.name}: empty, but the schema requires a value")
-            out[feature.name] = MISSING_STRING if feature.kind == "string" else math.nan
-            continue
-        if feature.kind == "string":
-            out[feature.name] = cell
-            continue
-        if feature.kind == "int":
-            try:  # exact, however many digits
-                whole = int(cell)
-            except ValueError:
-                pass
-            else:
-                out[feature.name] = whole if feature.required else float(whole)
-                continue
-        try:
-            number = float(cell)
-        except ValueError:
-            raise ValueError(f"{feature.name}: {cell!r} is not a number (the schema's type is "
-                             f"{feature.kind.upper()})") from None
-        if not math.isfinite(number):
-            raise ValueError(f"{feature.name}: {cell!r} is not a finite number")
-        if feature.kind == "int":
-            if not number.is_integer():
-                raise ValueError(f"{feature.name}: {cell!r} is not a whole number (the schema's "
-                                 "type is INT)")
-            out[feature.name] = int(number) if feature.required else number
-        else:
-            out[feature.name] = number
-    return out
+    import pandas as pd
+
+    columns, reasons = parse_columns(pd.DataFrame([row], dtype=object), inputs)
+    if reasons.iloc[0]:
+        raise ValueError(reasons.iloc[0])
+    return {name: values[0].item() if hasattr(values[0], "item") else values[0]
+            for name, values in columns.items()}
+
+
+def write_contract(export_dir: str, inputs: tuple[FeatureInput, ...], spec: Any) -> None:
+    """Writes CONTRACT_FILE: the dataset, its task and label, the signature's inputs (name,
+    schema type, dtype, required, missing marker) and the outputs (with class names)."""
+    import json
+
+    import tensorflow as tf
+
+    task = spec.task_info
+    contract = {
+        "dataset": spec.name,
+        "task": spec.task,
+        "label": spec.label,
+        "label_rule": spec.rule.describe() if spec.rule else "",
+        "classes": list(spec.classes),
+        "signature": SIGNATURE_NAME,
+        "inputs": [{"name": i.name, "type": i.kind.upper(), "dtype": i.dtype,
+                    "required": i.required, "missing": i.missing} for i in inputs],
+        "outputs": list(task.outputs),
+        "prediction_key": task.prediction_key,
+    }
+    path = f"{export_dir.rstrip('/')}/{CONTRACT_FILE}"
+    tf.io.gfile.makedirs(path.rsplit("/", 1)[0])
+    with tf.io.gfile.GFile(path, "w") as f:
+        f.write(json.dumps(contract, indent=2))
+
+
+def read_contract(model_dir: str) -> tuple[dict[str, Any], tuple[FeatureInput, ...]]:
+    """(the contract, the signature's inputs) of an exported model folder.
+
+    Raises:
+      FileNotFoundError: the folder holds no contract (a model exported without this
+        signature): export it again with the current trainer.
+    """
+    import json
+
+    import tensorflow as tf
+
+    path = f"{model_dir.rstrip('/')}/{CONTRACT_FILE}"
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"{path} does not exist: this model was exported without the "
+                                f"{SIGNATURE_NAME} signature; train and push it again")
+    with tf.io.gfile.GFile(path) as f:
+        contract = json.load(f)
+    inputs = tuple(FeatureInput(i["name"], i["type"].lower(), i["required"])
+                   for i in contract["inputs"])
+    return contract, inputs

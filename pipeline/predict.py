@@ -1,0 +1,150 @@
+"""Scores a folder of new CSV rows with the latest model pushed to the output dir.
+
+    python -m pipeline.predict --data-dir new_rows/ [--dataset taxi] [--output-dir output/]
+
+Writes <output dir>/predictions/<UTC time>/: for each input file, <file>.csv with its scored
+rows (every input column, then the prediction columns), rejected.csv with the rows that do not
+fit the model's inputs (file, row, reason, then the row), and summary.json (the model version,
+rows scored and rejected per file). The exit code is 1 when any row was rejected.
+"""
+
+import argparse
+import csv
+import glob
+import json
+import os
+import sys
+import time
+
+from pipeline import served_model
+from pipeline.env_settings import from_env
+from pipeline.pipeline_config import PREDICTIONS_DIR, ConfigError
+
+REJECTED_FILE = "rejected.csv"
+SUMMARY_FILE = "summary.json"
+# Rows read at a time: memory stays flat however large a file is.
+CHUNK_ROWS = 200_000
+
+
+def latest_pushed_model(serving_dir: str) -> str:
+    """The newest complete version the Pusher wrote to `serving_dir`.
+
+    Raises:
+      ConfigError: nothing was pushed there yet.
+    """
+    version = served_model.newest_version(serving_dir)
+    if version is None:
+        raise ConfigError(f"no model pushed to {serving_dir}: run `make run` (with the same "
+                          "DATASET and OUTPUT_DIR) until a model is blessed and pushed")
+    return os.path.join(serving_dir, version)
+
+
+def input_files(data_dir: str) -> list[str]:
+    """The CSV files to score, sorted.
+
+    Raises:
+      ConfigError: the folder is missing or holds no .csv file.
+    """
+    if not os.path.isdir(data_dir):
+        raise ConfigError(f"DATA_DIR={data_dir!r}: no such folder; expected a folder of CSV "
+                          "files with a header row")
+    files = sorted(glob.glob(os.path.join(data_dir, "*.csv")))
+    if not files:
+        raise ConfigError(f"DATA_DIR={data_dir!r} holds no *.csv file")
+    return files
+
+
+def run_folder(output_dir: str) -> str:
+    """A new <output_dir>/predictions/<UTC time>/ folder."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    base = os.path.join(output_dir, PREDICTIONS_DIR, stamp)
+    folder, n = base, 1
+    while os.path.exists(folder):
+        n += 1
+        folder = f"{base}-{n}"
+    os.makedirs(folder)
+    return folder
+
+
+def predict_folder(model_dir: str, data_dir: str, output_dir: str) -> dict:
+    """Scores every CSV file of `data_dir`; returns the summary it writes.
+
+    Raises:
+      ConfigError: no CSV files, a file misses a required column, or a prediction column's
+        name is taken.
+    """
+    import pandas as pd
+
+    from trainer_module import batch_predict
+
+    files = input_files(data_dir)
+    predictor = batch_predict.load_predictor(model_dir)
+    folder = run_folder(output_dir)
+    summary = {"model": model_dir, "data_dir": data_dir, "output": folder,
+               "prediction_columns": list(predictor.output_columns), "files": {}}
+    started = time.perf_counter()
+    rejected_path = os.path.join(folder, REJECTED_FILE)
+    with open(rejected_path, "w", newline="", encoding="utf-8") as rejected_file:
+        rejected = csv.writer(rejected_file)
+        rejected.writerow(["file", "row", "reason", "cells"])
+        for path in files:
+            name = os.path.basename(path)
+            scored_rows = rejected_rows = 0
+            out_path = os.path.join(folder, name)
+            try:
+                chunks = pd.read_csv(path, dtype=str, keep_default_na=False,
+                                     chunksize=CHUNK_ROWS)
+                for i, chunk in enumerate(chunks):
+                    predictions, reasons = batch_predict.score(predictor, chunk)
+                    good = chunk.loc[predictions.index].join(predictions)
+                    good.to_csv(out_path, mode="w" if i == 0 else "a", header=i == 0,
+                                index=False)
+                    scored_rows += len(good)
+                    for index in reasons.index[reasons != ""]:
+                        # Row numbers count the header as row 1, as a spreadsheet does.
+                        rejected.writerow([name, int(index) + 2, reasons[index],
+                                           json.dumps(chunk.loc[index].to_dict())])
+                        rejected_rows += 1
+            except (ValueError, pd.errors.ParserError) as e:
+                raise ConfigError(f"{path}: {e}") from e
+            summary["files"][name] = {"scored": scored_rows, "rejected": rejected_rows}
+    seconds = time.perf_counter() - started
+    total = sum(f["scored"] + f["rejected"] for f in summary["files"].values())
+    summary.update(rows=total, seconds=round(seconds, 3),
+                   rows_per_second=round(total / seconds, 1) if seconds else None,
+                   rejected=sum(f["rejected"] for f in summary["files"].values()))
+    with open(os.path.join(folder, SUMMARY_FILE), "w", encoding="utf-8") as f:
+        json.dump(summary, f, indent=2)
+    return summary
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="Score new CSV rows with the pushed model.")
+    parser.add_argument("--data-dir", required=True, help="a folder of CSV files to score")
+    parser.add_argument("--dataset", help="a name under schemas/ (default: taxi)")
+    parser.add_argument("--output-dir", help="the pipeline's OUTPUT_DIR (default: output/); "
+                        "predictions go under <it>/predictions/")
+    parser.add_argument("--model-dir", help="score with this exported model folder instead of "
+                        "the newest one pushed to the output dir")
+    args = parser.parse_args(argv)
+    try:
+        overrides = {k: v for k, v in (("dataset", args.dataset),
+                                       ("output_dir", args.output_dir and
+                                        os.path.abspath(args.output_dir))) if v}
+        config = from_env(**overrides)
+        model_dir = args.model_dir or latest_pushed_model(config.serving_model_dir)
+        summary = predict_folder(model_dir, os.path.abspath(args.data_dir), config.output_dir)
+    except (ConfigError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"Scored {summary['rows'] - summary['rejected']} of {summary['rows']} rows with "
+          f"{summary['model']} ({summary['rows_per_second']} rows/s) into {summary['output']}")
+    if summary["rejected"]:
+        print(f"{summary['rejected']} rows did not fit the model's inputs and were not scored: "
+              f"see {os.path.join(summary['output'], REJECTED_FILE)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
