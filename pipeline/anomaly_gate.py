@@ -46,14 +46,22 @@ def empty_splits(statistics_uri: str, split_names: list[str]) -> list[str]:
     header-only CSV, or data too small to fill the eval split, would otherwise reach the Trainer.
     """
     lines = []
+    for split, count in example_counts(statistics_uri, split_names).items():
+        if count == 0:
+            lines.append(f"[{split}] (dataset): No examples — the split is empty; the CSV "
+                         "files hold a header but no data rows, or too few rows to fill it")
+    return lines
+
+
+def example_counts(statistics_uri: str, split_names: list[str]) -> dict[str, int]:
+    """Rows per split, as StatisticsGen counted them."""
+    counts = {}
     for split in split_names:
         path = os.path.join(statistics_uri, f"Split-{split}", STATISTICS_FILE)
         statistics = statistics_pb2.DatasetFeatureStatisticsList()
         statistics.ParseFromString(tf.io.gfile.GFile(path, "rb").read())
-        if sum(d.num_examples for d in statistics.datasets) == 0:
-            lines.append(f"[{split}] (dataset): No examples — the split is empty; the CSV "
-                         "files hold a header but no data rows, or too few rows to fill it")
-    return lines
+        counts[split] = int(sum(d.num_examples for d in statistics.datasets))
+    return counts
 
 
 def unlabelled_rows(statistics_uri: str, split_names: list[str],

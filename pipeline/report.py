@@ -53,6 +53,21 @@ class Signature:
 
 
 @dataclasses.dataclass
+class ModelCard:
+    """The pushed model in one place: what it takes and answers (its serving contract), the
+    data it was trained on, and how it scored (per slice) against which thresholds."""
+
+    model: str
+    contract: dict
+    data_source: str
+    examples_uri: str
+    span: int | None
+    fingerprint: str
+    examples_created: str
+    split_rows: dict[str, int]
+
+
+@dataclasses.dataclass
 class ReportData:
     config: PipelineConfig
     summary: run_summary.RunSummary
@@ -62,6 +77,7 @@ class ReportData:
     unlabelled: dict[str, dict[str, int]]  # split → label column → rows without a value
     pushed_signatures: list[Signature]
     served_versions: list[str]
+    card: ModelCard | None = None  # None: nothing pushed in this run
 
 
 class ReportError(RuntimeError):
@@ -185,11 +201,10 @@ def collect(config: PipelineConfig) -> ReportData:
     unlabelled: dict[str, dict[str, int]] = {}
     found = summary.output(names.EXAMPLE_VALIDATOR, names.ANOMALIES)
     statistics = summary.output(names.STATISTICS_GEN, names.STATISTICS)
-    if found is not None and statistics is not None:
-        def splits(artifact) -> list[str]:
-            return artifact_utils.decode_split_names(
-                artifact.properties["split_names"].string_value)
+    def splits(artifact) -> list[str]:
+        return artifact_utils.decode_split_names(artifact.properties["split_names"].string_value)
 
+    if found is not None and statistics is not None:
         anomalies = (anomaly_gate.empty_splits(statistics.uri, splits(statistics))
                      + anomaly_gate.describe_anomalies(found.uri, splits(found)))
         spec = config.dataset_spec()
@@ -199,6 +214,7 @@ def collect(config: PipelineConfig) -> ReportData:
                 list(spec.rule.sources if spec.rule else (spec.label,)))
 
     pushed = summary.pushed_destination
+    card = model_card(config, summary, pushed, splits) if pushed else None
     served_versions = (sorted(os.listdir(config.serving_model_dir))
                        if os.path.isdir(config.serving_model_dir) else [])
     return ReportData(
@@ -210,7 +226,38 @@ def collect(config: PipelineConfig) -> ReportData:
         unlabelled=unlabelled,
         pushed_signatures=signatures(pushed) if pushed else [],
         served_versions=served_versions,
+        card=card,
     )
+
+
+def model_card(config: PipelineConfig, summary: run_summary.RunSummary, pushed: str,
+               splits) -> ModelCard | None:
+    """The card of the model pushed to `pushed` (None when it holds no serving contract)."""
+    from pipeline import anomaly_gate
+    from trainer_module.feature_signature import read_contract
+
+    try:
+        contract, _ = read_contract(pushed)
+    except FileNotFoundError:
+        return None
+    examples = summary.output(names.CSV_EXAMPLE_GEN, names.EXAMPLES)
+    statistics = summary.output(names.STATISTICS_GEN, names.STATISTICS)
+    created = ""
+    if examples is not None and examples.create_time_since_epoch:
+        created = datetime.datetime.fromtimestamp(
+            examples.create_time_since_epoch / 1000).astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    custom = examples.custom_properties if examples is not None else {}
+    # ExampleGen records the span it read and a fingerprint of the input files (count, bytes,
+    # checksums): together they say which data the model saw.
+    span = custom["span"].int_value if "span" in custom else None
+    fingerprint = custom["input_fingerprint"].string_value if "input_fingerprint" in custom else ""
+    return ModelCard(
+        model=pushed, contract=contract,
+        data_source=config.bigquery_query or config.data_dir,
+        examples_uri=examples.uri if examples is not None else "",
+        span=span, fingerprint=fingerprint, examples_created=created,
+        split_rows=(anomaly_gate.example_counts(statistics.uri, splits(statistics))
+                    if statistics is not None else {}))
 
 
 # --- charts ------------------------------------------------------------------------------------
@@ -308,11 +355,14 @@ def _blessing_section(data: ReportData) -> str:
         reasons = "".join(f"<li>{_e(r)}</li>" for r in evaluation.failures)
         verdict = (f'<p id="blessing" class="bad">Blessed: no — the model failed the '
                    f"Evaluator's thresholds:</p><ul id=\"why-not-blessed\">{reasons}</ul>")
+    return verdict + skipped + _thresholds_table("thresholds", evaluation)
+
+
+def _thresholds_table(table_id: str, evaluation: Evaluation) -> str:
     rows = [[t.metric, t.slice, t.rule,
              _num(t.value) if t.value is not None else "no baseline yet: not checked",
              {True: "pass", False: "FAIL", None: "—"}[t.passed]] for t in evaluation.thresholds]
-    return verdict + skipped + _table("thresholds", ["metric", "slice", "threshold", "value",
-                                                     "result"], rows)
+    return _table(table_id, ["metric", "slice", "threshold", "value", "result"], rows)
 
 
 def _push_section(data: ReportData) -> str:
@@ -332,6 +382,45 @@ def _push_section(data: ReportData) -> str:
                      if signature.name == SERVING_SIGNATURE else
                      f"<details><summary>Signature {_e(signature.name)}</summary>{table}</details>")
     return "".join(parts) + served
+
+
+def _card_section(data: ReportData) -> str:
+    card = data.card
+    if card is None:
+        return ('<p id="card">No model card: nothing was pushed in this run (or the pushed '
+                "model carries no serving contract).</p>")
+    contract = card.contract
+    parts = [f'<p id="card">Model <code>{_e(card.model)}</code> · dataset '
+             f'{_e(contract["dataset"])} · task {_e(contract["task"])} · label '
+             f'{_e(contract["label"])}</p>',
+             f'<h3>Inputs (signature {_e(contract["signature"])}; serving_default takes the '
+             "same features as tf.Examples)</h3>",
+             _table("card-inputs", ["feature", "type", "JSON value", "required",
+                                    "missing value"],
+                    [[i["name"], i["type"], i["dtype"], "yes" if i["required"] else "no",
+                      i["missing"]] for i in contract["inputs"]]),
+             "<h3>Outputs</h3>",
+             _table("card-outputs", ["output", "meaning"],
+                    [[o["name"], o["meaning"]] for o in contract["outputs"]]),
+             "<h3>Training data</h3>",
+             _table("card-data", ["source", "examples", "span", "read at"]
+                    + [f"{split} rows" for split in card.split_rows],
+                    [[card.data_source, card.examples_uri,
+                      "—" if card.span is None else card.span, card.examples_created or "—"]
+                     + list(card.split_rows.values())]),
+             f'<p id="card-fingerprint">Input files: <code>{_e(card.fingerprint or "—")}'
+             "</code></p>"]
+    evaluation = data.evaluation
+    if evaluation is not None:
+        task = data.config.dataset_spec().task_info
+        metrics = ["example_count"] + [m.tfma_name for m in task.metrics.values()]
+        parts += ["<h3>Metrics per slice (eval split)</h3>",
+                  _table("card-metrics", ["slice"] + metrics,
+                         [[label] + [_num(values.get(m), 0 if m == "example_count" else 4)
+                                     for m in metrics]
+                          for label, values in evaluation.slices.items()]),
+                  "<h3>Thresholds</h3>", _thresholds_table("card-thresholds", evaluation)]
+    return "".join(parts)
 
 
 def _anomalies_section(data: ReportData) -> str:
@@ -395,6 +484,7 @@ def render(data: ReportData, images: dict[str, str]) -> str:
         ("Outcome", f'<p id="status" class="{"ok" if summary.succeeded else "bad"}">Run '
                     f"{_e(summary.run_id)} {_e(status)}.</p>" + _blessing_section(data)),
         ("Pushed model", _push_section(data)),
+        ("Model card", _card_section(data)),
         ("Data anomalies (ExampleValidator)", _anomalies_section(data)),
         ("Training (Trainer's TensorBoard logs)",
          _training_section(data, images.get("training"))),

@@ -24,6 +24,7 @@ import mlmd_records
 import report_page
 from conftest import tree_hashes
 from dataset_rows import PENGUINS, TAXI, DatasetRows
+from pipeline import predict
 from pipeline.pipeline_config import REPO_ROOT
 
 pytestmark = pytest.mark.e2e
@@ -101,6 +102,15 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     served = tree_hashes(serving)
     artifacts = len(mlmd_records.store(metadata).get_artifacts())
     _check_report_of_a_pushed_run(output, first, serving / version)
+    # `make predict` on new rows finds that pushed version and answers as it serves.
+    new_rows = tmp_path / "new_rows"
+    new_rows.mkdir()
+    _write_csv(new_rows / "rows.csv", rows)
+    assert predict.main(["--data-dir", str(new_rows), "--output-dir", str(output)]) == 0
+    [scored] = glob.glob(str(output / "predictions" / "*" / "rows.csv"))
+    with open(scored, newline="", encoding="utf-8") as f:
+        answers = [float(r["probabilities"]) for r in csv.DictReader(f)]
+    np.testing.assert_allclose(answers, probabilities[:, 0], rtol=1e-5)
 
     # 2. Unchanged rerun: every component is served from the cache, nothing new is written.
     result = _run_pipeline(data_dir, output)
@@ -214,6 +224,25 @@ def _check_report_of_a_pushed_run(output, run: mlmd_records.RunRecord, pushed) -
     assert shown["binary_accuracy"] == f"{overall['binary_accuracy']['doubleValue']:.4f}"
     assert shown["example_count"] == f"{overall['example_count']['doubleValue']:.0f}"
     assert len(page.tables["metrics"]) > 1  # per-slice rows besides the overall one
+    # The model card: the pushed model's inputs (its serving_features signature's), outputs,
+    # training data (StatisticsGen's row counts) and metrics.
+    features = page.tables["signature-serving_features"]
+    assert {r["feature"] for r in page.tables["card-inputs"]} == {
+        r["name"] for r in features if r["tensor"] == "input"}
+    assert {"feature": "fare", "type": "FLOAT", "JSON value": "float32", "required": "yes",
+            "missing value": "never (required)"} in page.tables["card-inputs"]
+    assert {"feature": "company", "type": "STRING", "JSON value": "string", "required": "no",
+            "missing value": '""'} in page.tables["card-inputs"]
+    [output_row] = page.tables["card-outputs"]
+    assert output_row["output"] == "probabilities"
+    assert "big_tipper (tips > 0.2 × fare)" in output_row["meaning"]
+    [data_row] = page.tables["card-data"]
+    assert int(data_row["train rows"]) + int(data_row["eval rows"]) == 4000, data_row
+    assert data_row["span"] == "0"
+    assert page.elements["card-fingerprint"].startswith("Input files: split:csv,num_files:1,")
+    card_overall = {r["slice"]: r for r in page.tables["card-metrics"]}["overall"]
+    assert card_overall["binary_accuracy"] == shown["binary_accuracy"]
+    assert page.tables["card-thresholds"] == page.tables["thresholds"]
 
     logs = os.path.join(_newest_artifact_uri(metadata, "ModelRun"), "logs", "train")
     losses = {}

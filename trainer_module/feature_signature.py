@@ -186,16 +186,17 @@ def write_contract(export_dir: str, inputs: tuple[FeatureInput, ...], spec: Any)
     import tensorflow as tf
 
     task = spec.task_info
+    label = f"{spec.label} ({spec.rule.describe()})" if spec.rule else spec.label
     contract = {
         "dataset": spec.name,
         "task": spec.task,
-        "label": spec.label,
-        "label_rule": spec.rule.describe() if spec.rule else "",
+        "label": label,
         "classes": list(spec.classes),
         "signature": SIGNATURE_NAME,
         "inputs": [{"name": i.name, "type": i.kind.upper(), "dtype": i.dtype,
                     "required": i.required, "missing": i.missing} for i in inputs],
-        "outputs": list(task.outputs),
+        "outputs": [{"name": name, "meaning": meaning} for name, meaning in
+                    task.output_meanings(label, spec.classes).items()],
         "prediction_key": task.prediction_key,
     }
     path = f"{export_dir.rstrip('/')}/{CONTRACT_FILE}"

@@ -93,6 +93,19 @@ class Task:
         return [tf_keras.metrics.RootMeanSquaredError(name="rmse"),
                 tf_keras.metrics.MeanAbsoluteError(name="mae")]
 
+    def output_meanings(self, label: str, classes: tuple[str, ...]) -> dict[str, str]:
+        """What each serving output means, for the README, the contract and the model card;
+        `label` names the label (with its rule, if it has one)."""
+        if self.name == BINARY:
+            return {"probabilities": f"the probability, 0 to 1, that {label} is true (float32, "
+                                     "one value per instance)"}
+        if self.name == MULTICLASS:
+            return {"scores": f"the probability of each class of {label}, in the order of "
+                              f"'classes' ({', '.join(classes)}); they sum to 1 (float32)",
+                    "classes": "the class names, the same list in every answer (string)"}
+        return {"predictions": f"the predicted {label}, in the label's own units (float32, one "
+                               "value per instance)"}
+
     def serving_outputs(self, prediction: Any, class_names: tuple[str, ...]) -> dict[str, Any]:
         """The serving signature's outputs for the model's [batch, n] prediction."""
         import tensorflow as tf

@@ -1,0 +1,113 @@
+"""`make predict`: a folder of new CSV rows scored with an exported model's serving_features
+signature, every row accounted for (scored, or rejected with its reason)."""
+
+import csv
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_transform as tft
+
+from pipeline import predict
+from pipeline.pipeline_config import ConfigError
+from trainer_module import batch_predict, export
+from trainer_module.config import TrainerConfig
+from trainer_module.model import build_model, category_sizes
+
+
+def _exported(data, folder) -> str:
+    tft_output = tft.TFTransformOutput(data.transform_dir)
+    config = TrainerConfig.create(hidden_units=(128,))
+    scale = (12.5, 10.0) if data.spec.task == "regression" else (0.0, 1.0)
+    model = build_model(config, data.spec, category_sizes(data.spec, tft_output), scale)
+    export.export_serving_model(model, config, data.spec, tft_output, str(folder), scale)
+    return str(folder)
+
+
+def _write(path, rows) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _read(path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_scores_every_good_row_like_serving_default_and_reports_the_rest(task_data, tmp_path):
+    model_dir = _exported(task_data, tmp_path / "model")
+    rows = [dict(r) for r in task_data.eval_csv_rows]
+    inputs = batch_predict.load_predictor(model_dir).inputs
+    required = [i for i in inputs if i.required]
+    number = next(i.name for i in inputs if i.kind != "string")
+    bad = {3: (required[0].name, ""), 7: (number, "n/a")}
+    for index, (column, value) in bad.items():
+        rows[index][column] = value
+    data_dir = tmp_path / "new"
+    data_dir.mkdir()
+    _write(data_dir / "a.csv", rows[:10])
+    _write(data_dir / "b.csv", rows[10:])
+    summary = predict.predict_folder(model_dir, str(data_dir), str(tmp_path / "out"))
+
+    assert summary["rows"] == len(rows) and summary["rejected"] == 2
+    assert summary["files"] == {"a.csv": {"scored": 8, "rejected": 2},
+                                "b.csv": {"scored": len(rows) - 10, "rejected": 0}}
+    folder = summary["output"]
+    assert os.path.dirname(folder) == str(tmp_path / "out" / "predictions")
+    with open(os.path.join(folder, predict.SUMMARY_FILE), encoding="utf-8") as f:
+        assert json.load(f)["rejected"] == 2
+    rejected = _read(os.path.join(folder, predict.REJECTED_FILE))
+    assert [(r["file"], r["row"]) for r in rejected] == [("a.csv", "5"), ("a.csv", "9")]
+    assert rejected[0]["reason"] == f"{bad[3][0]}: empty, but the schema requires a value"
+    assert rejected[1]["reason"].startswith(f"{number}: 'n/a' is not a number")
+    assert json.loads(rejected[1]["cells"])[number] == "n/a"
+
+    scored = _read(os.path.join(folder, "a.csv")) + _read(os.path.join(folder, "b.csv"))
+    good = [r for i, r in enumerate(rows) if i not in bad]
+    columns = list(batch_predict.load_predictor(model_dir).output_columns)
+    assert list(scored[0]) == list(rows[0]) + columns
+    assert [{k: r[k] for k in rows[0]} for r in scored] == good  # the input rows, unchanged
+    model = tf.saved_model.load(model_dir)
+    expected = model.signatures["serving_default"](
+        examples=tf.constant(task_data.rows.serialized(good, serving=True)))
+    key = task_data.spec.task_info.prediction_key
+    if task_data.spec.task == "multiclass":
+        got = np.array([[float(r[c]) for c in columns[:-1]] for r in scored])
+        classes = list(task_data.spec.classes)
+        assert [r[batch_predict.PREDICTED_CLASS] for r in scored] == [
+            classes[i] for i in expected["scores"].numpy().argmax(axis=1)]
+    else:
+        got = np.array([[float(r[key])] for r in scored])
+    np.testing.assert_allclose(got, expected[key].numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_the_newest_complete_pushed_version_is_used(tmp_path):
+    serving = tmp_path / "serving"
+    for version, complete in (("1700000000", True), ("1800000000", True), ("1900000000", False)):
+        (serving / version).mkdir(parents=True)
+        if complete:
+            (serving / version / "saved_model.pb").write_bytes(b"")
+    assert predict.latest_pushed_model(str(serving)) == str(serving / "1800000000")
+    with pytest.raises(ConfigError, match="no model pushed to .*: run `make run`"):
+        predict.latest_pushed_model(str(tmp_path / "empty"))
+
+
+def test_inputs_it_cannot_score_are_named(transformed_data, tmp_path, capsys):
+    model_dir = _exported(transformed_data, tmp_path / "model")
+    data_dir = tmp_path / "new"
+    data_dir.mkdir()
+    assert predict.main(["--data-dir", str(data_dir), "--model-dir", model_dir,
+                         "--output-dir", str(tmp_path / "out")]) == 2
+    assert "holds no *.csv file" in capsys.readouterr().err
+    rows = [{k: v for k, v in r.items() if k != "fare"} for r in transformed_data.eval_csv_rows]
+    _write(data_dir / "no_fare.csv", rows)
+    assert predict.main(["--data-dir", str(data_dir), "--model-dir", model_dir,
+                         "--output-dir", str(tmp_path / "out")]) == 2
+    assert "no column for required feature(s) ['fare']" in capsys.readouterr().err
+    assert predict.main(["--data-dir", str(data_dir), "--model-dir", str(tmp_path),
+                         "--output-dir", str(tmp_path / "out")]) == 2
+    assert "exported without the serving_features signature" in capsys.readouterr().err
