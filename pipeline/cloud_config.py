@@ -105,6 +105,9 @@ _FIELDS: dict[str, _Field] = {
         "DATAFLOW_PUBLIC_IPS", "true or false (false: workers get only internal IPs, which "
         "needs a subnetwork with Private Google Access)"),
     "train_steps": _Field("TRAIN_STEPS", "a whole number > 0"),
+    "batch_predict_uri": _Field(
+        "BATCH_PREDICT_URI", "a gs:// folder of new CSV rows (the schema's columns, the label "
+        "not needed): BulkInferrer scores them with each blessed model"),
     "endpoint_name": _Field(
         "ENDPOINT_NAME", "a Vertex AI endpoint display name (letters, digits, '-', '_', at "
         "most 128): the Pusher deploys each blessed model there (Vertex AI Pipelines only)"),
@@ -157,6 +160,7 @@ class CloudConfig:
     dataflow_subnetwork: str = ""
     dataflow_public_ips: bool = True
     train_steps: int = 1000
+    batch_predict_uri: str = ""
     endpoint_name: str = ""
     endpoint_machine_type: str = "n1-standard-2"
     endpoint_min_replicas: int = 1
@@ -191,6 +195,9 @@ class CloudConfig:
         if self.tpu and self.tpu not in TPU_TYPES:
             bad("tpu")
         self._source_problems(bad, placeholders)
+        if (self.batch_predict_uri and "batch_predict_uri" not in placeholders
+                and not _GCS_RE.match(self.batch_predict_uri)):
+            bad("batch_predict_uri")
         if self.service_account and not _EMAIL_RE.match(self.service_account):
             bad("service_account")
         if self.kfp_service_account and (len(self.kfp_service_account) > 253

@@ -116,6 +116,9 @@ class KubeflowTarget:
       model to the Model Registry with this prediction image and deploys it to an endpoint
       with these `aiplatform.Model.deploy` arguments (endpoint_name, machine type, replicas,
       traffic percentage), in vertex_region.
+    batch_predict_uri: when set, a folder of new CSV rows: a second CsvExampleGen reads it and
+      TFX's BulkInferrer scores it with each blessed model, writing the rows with the
+      predictions appended (its output_examples).
     """
 
     image_project_dir: str
@@ -124,6 +127,7 @@ class KubeflowTarget:
     resolvers: bool = True
     vertex_serving_args: Mapping[str, Any] | None = None
     serving_image: str = ""
+    batch_predict_uri: str = ""
 
 
 def _pusher(config: PipelineConfig, kubeflow: KubeflowTarget | None, model: Any,
@@ -149,6 +153,41 @@ def _pusher(config: PipelineConfig, kubeflow: KubeflowTarget | None, model: Any,
             filesystem=pusher_pb2.PushDestination.Filesystem(
                 base_directory=config.serving_model_dir)),
     ).with_id(names.PUSHER)
+
+
+def _batch_predict(uri: str, spec: DatasetSpec, trainer: Any, evaluator: Any) -> list[Any]:
+    """CsvExampleGen over `uri` (one split, 'predict') → BulkInferrer with the blessed model's
+    serving_default, every serving output appended to each row under its own name.
+
+    A row that does not parse as the schema (a text in a number column, a required feature
+    missing) fails the step with TensorFlow's message naming the feature: nothing is skipped.
+    """
+    from tfx.components import BulkInferrer
+    from tfx.proto import bulk_inferrer_pb2
+
+    # Every row in one split (ExampleGen would otherwise keep a third of them as "eval").
+    rows = CsvExampleGen(
+        input_base=uri,
+        input_config=example_gen_pb2.Input(
+            splits=[example_gen_pb2.Input.Split(name="csv", pattern="*.csv")]),
+        output_config=example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
+            splits=[example_gen_pb2.SplitConfig.Split(name=names.PREDICT_SPLIT,
+                                                      hash_buckets=1)])),
+    ).with_id(names.PREDICT_EXAMPLE_GEN)
+    columns = [bulk_inferrer_pb2.PredictOutputCol(output_key=key, output_column=key)
+               for key in spec.task_info.outputs]
+    inferrer = BulkInferrer(
+        examples=rows.outputs[names.EXAMPLES],
+        model=trainer.outputs[names.MODEL],
+        model_blessing=evaluator.outputs[names.BLESSING],
+        data_spec=bulk_inferrer_pb2.DataSpec(example_splits=[names.PREDICT_SPLIT]),
+        model_spec=bulk_inferrer_pb2.ModelSpec(model_signature_name=["serving_default"]),
+        output_example_spec=bulk_inferrer_pb2.OutputExampleSpec(output_columns_spec=[
+            bulk_inferrer_pb2.OutputColumnsSpec(
+                signature_name="serving_default",
+                predict_output=bulk_inferrer_pb2.PredictOutput(output_columns=columns))]),
+    ).with_id(names.BULK_INFERRER)
+    return [rows, inferrer]
 
 
 def create_pipeline(config: PipelineConfig,
@@ -275,12 +314,14 @@ def create_pipeline(config: PipelineConfig,
     )
     pusher = _pusher(config, kubeflow, trainer.outputs[names.MODEL],
                      evaluator.outputs[names.BLESSING])
+    batch_predict = (_batch_predict(kubeflow.batch_predict_uri, spec, trainer, evaluator)
+                     if kubeflow is not None and kubeflow.batch_predict_uri else [])
     return Pipeline(
         pipeline_name=config.pipeline_name,
         pipeline_root=config.pipeline_root,
         components=[example_gen, statistics_gen, schema_gen, example_validator, anomaly_gate,
                     transform, *([warm_start] if warm_start else []), trainer, model_resolver,
-                    evaluator, pusher],
+                    evaluator, pusher, *batch_predict],
         enable_cache=config.enable_cache,
         metadata_connection_config=None if kubeflow is not None else (
             sqlite_metadata_connection_config(config.metadata_path)),

@@ -50,7 +50,8 @@ def compile_pipeline(cloud: cloud_config.CloudConfig, output_dir: str,
     pipeline = dag.create_pipeline(cloud.pipeline_config(), dag.KubeflowTarget(
         image_project_dir=IMAGE_PROJECT_DIR, vertex_region=cloud.region,
         vertex_training_args=cloud.vertex_training_args(), resolvers=target == "vertex",
-        vertex_serving_args=cloud.vertex_serving_args(), serving_image=cloud.serving_image))
+        vertex_serving_args=cloud.vertex_serving_args(), serving_image=cloud.serving_image,
+        batch_predict_uri=cloud.batch_predict_uri))
     path = pipeline_file(cloud, target, output_dir)
     runner = tfx.orchestration.experimental.KubeflowV2DagRunner(
         config=tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(

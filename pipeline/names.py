@@ -18,6 +18,8 @@ BASELINE_RESOLVER = "baseline_resolver"
 WARM_START_RESOLVER = "warm_start_resolver"
 EVALUATOR = "Evaluator"
 PUSHER = "Pusher"
+PREDICT_EXAMPLE_GEN = "PredictExampleGen"  # new rows to score (optional)
+BULK_INFERRER = "BulkInferrer"
 
 # Output keys.
 EXAMPLES = "examples"
@@ -31,6 +33,10 @@ MODEL_RUN = "model_run"
 EVALUATION = "evaluation"
 BLESSING = "blessing"
 PUSHED_MODEL = "pushed_model"
+OUTPUT_EXAMPLES = "output_examples"  # BulkInferrer: the rows with predictions appended
+
+# Split names.
+PREDICT_SPLIT = "predict"
 
 # Custom properties.
 BLESSED = "blessed"  # ModelBlessing: 1 blessed, 0 not

@@ -3,9 +3,11 @@ warm-start model come from the serving dir) under TFX's LocalDagRunner.
 
 A Kubeflow cluster cannot exist here; the local orchestrator runs the same components with
 the same wiring, so the resolver-free path is exercised end to end. Settings come from the
-environment as for `make run` (DATASET, OUTPUT_DIR, TRAIN_STEPS, WARM_START).
+environment as for `make run` (DATASET, OUTPUT_DIR, TRAIN_STEPS, WARM_START), and
+BATCH_PREDICT_URI adds the BulkInferrer step.
 """
 
+import os
 import sys
 
 from absl import logging
@@ -20,8 +22,9 @@ from pipeline.pipeline_config import REPO_ROOT
 def main() -> int:
     logging.set_verbosity(logging.INFO)
     config = from_env()
-    pipeline = dag.create_pipeline(config, dag.KubeflowTarget(image_project_dir=REPO_ROOT,
-                                                               resolvers=False))
+    pipeline = dag.create_pipeline(config, dag.KubeflowTarget(
+        image_project_dir=REPO_ROOT, resolvers=False,
+        batch_predict_uri=os.environ.get("BATCH_PREDICT_URI", "")))
     pipeline.metadata_connection_config = sqlite_metadata_connection_config(
         config.metadata_path)
     LocalDagRunner().run(pipeline)

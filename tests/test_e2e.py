@@ -506,8 +506,13 @@ def test_kfp_shaped_dag_compares_with_and_starts_from_the_served_model(tmp_path)
     with it."""
     output = tmp_path / "out"
     script = os.path.join(REPO_ROOT, "tests", "kfp_shaped_run.py")
+    new_rows = tmp_path / "new_rows"
+    new_rows.mkdir()
+    rows = [{k: v for k, v in r.items() if k != PENGUINS.spec.label}
+            for r in PENGUINS.read_rows(30)]
+    _write_csv(new_rows / "rows.csv", rows)
     env = {**_env(output, DATASET="penguins", TRAIN_STEPS="40"),
-           "PYTHONPATH": REPO_ROOT}
+           "PYTHONPATH": REPO_ROOT, "BATCH_PREDICT_URI": str(new_rows)}
     first = subprocess.run([sys.executable, script], env=env, capture_output=True, text=True,
                            timeout=900)
     assert first.returncode == 0, first.stderr[-4000:]
@@ -522,7 +527,22 @@ def test_kfp_shaped_dag_compares_with_and_starts_from_the_served_model(tmp_path)
     assert "baseline_model_id" not in blessing.custom_properties
     serving = output / "serving_model" / "penguins-tpu"
     [version] = os.listdir(serving)
+    # BulkInferrer scored the new rows with the blessed model: each row comes back with the
+    # serving outputs appended, as the pushed model answers them.
+    assert states["BulkInferrer"] == "COMPLETE", states
+    [scored] = db.get_artifacts_by_type("Examples")[-1:]
+    assert scored.uri.startswith(str(output / "pipeline_root" / "BulkInferrer"))
+    got = []
+    for path in glob.glob(os.path.join(scored.uri, "Split-predict", "*")):
+        for record in tf.data.TFRecordDataset(path, compression_type="GZIP"):
+            example = tf.train.Example.FromString(record.numpy())
+            got.append(list(example.features.feature["scores"].float_list.value))
+    expected = _serve_outputs(serving / version, rows, PENGUINS)["scores"]
+    # Beam does not keep the row order: compare the rows sorted.
+    np.testing.assert_allclose(sorted(map(list, np.float32(got))),
+                               sorted(map(list, expected)), rtol=1e-5)
 
+    del env["BATCH_PREDICT_URI"]  # scored once is enough
     second = subprocess.run([sys.executable, script], env={**env, "WARM_START": "true"},
                             capture_output=True, text=True, timeout=900)
     assert second.returncode == 0, second.stderr[-4000:]

@@ -450,3 +450,22 @@ def test_tfx_cli_compiles_for_vertex(cloud_env, tmp_path):
     assert "Pipeline taxi-tpu compiled successfully" in result.stdout
     with open(tmp_path / "build" / "vertex" / "taxi-tpu.json", encoding="utf-8") as f:
         json_format.ParseDict(json.load(f)["pipelineSpec"], pipeline_spec_pb2.PipelineSpec())
+
+
+def test_batch_predictions_add_bulk_inferrer_on_the_new_rows(cloud_env, tmp_path):
+    cloud_env.setenv("BATCH_PREDICT_URI", "gs://my-ml-bucket/new_rows")
+    job, spec = _compile(tmp_path, "kfp")
+    tasks = spec.root.dag.tasks
+    assert set(tasks) == KFP_NODES | {"PredictExampleGen", "BulkInferrer"}
+    assert set(tasks["BulkInferrer"].dependent_tasks) == {"PredictExampleGen", "Trainer",
+                                                          "Evaluator"}
+    assert _parameter(spec, "PredictExampleGen", "input_base") == "gs://my-ml-bucket/new_rows"
+    assert '"predict"' in _parameter(spec, "PredictExampleGen", "output_config")
+    output_spec = json.loads(_parameter(spec, "BulkInferrer", "output_example_spec"))
+    assert output_spec["output_columns_spec"][0]["predict_output"]["output_columns"] == [
+        {"output_key": "probabilities", "output_column": "probabilities"}]
+    # Still only executors the KFP backend runs.
+    assert _executor_kinds(job)["BulkInferrer_executor"] == {"container"}
+    with pytest.raises(ConfigError, match="batch_predict_uri='new_rows'"):
+        cloud_env.setenv("BATCH_PREDICT_URI", "new_rows")
+        cloud_config.load()
