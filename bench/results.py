@@ -130,6 +130,14 @@ def markdown(result: dict) -> str:
                 lines.append(f"| {run['label']} | {auto['peak_rss_mb']:,.0f} MB | "
                              f"{auto['cache']} | {none['peak_rss_mb']:,.0f} MB |")
             lines.append("")
+    if "predict" in result:
+        p = result["predict"]
+        lines += [f"**Batch predictions** (`make predict` on the {p['label']} data: "
+                  f"{p['rows']:,} rows in {p['files']} CSV files, the model pushed by that "
+                  f"scale's run): **{_rate(p['rows_per_second'])} rows/s** reading, checking, "
+                  f"scoring and writing ({p['seconds']:.1f} s); {p['wall_seconds']:.1f} s "
+                  f"for the whole command, with loading TensorFlow and the model; "
+                  f"{p['rejected']:,} rows rejected.", ""]
     if "anchor" in result:
         a = result["anchor"]
         lines += [

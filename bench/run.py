@@ -13,6 +13,7 @@ import glob
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 
@@ -81,6 +82,39 @@ def run_anchor(ours: dag.DagRun, base_steps: int) -> dict:
             "template_batch": template.train_batch, "project_batch": ours.train_batch,
             "template_accuracy": template.eval_accuracy,
             "project_accuracy": ours.eval_accuracy}
+
+
+def measure_predict(runs: list[tuple[float, str, "dag.DagRun"]]) -> dict | None:
+    """`make predict` on the largest scale's data, with the model the largest run that pushed
+    one left in its serving dir (in a fresh process, as a user runs it)."""
+    def has_pushed(output: str) -> bool:
+        serving = os.path.join(output, "serving_model", "taxi-tpu")
+        return os.path.isdir(serving) and bool(os.listdir(serving))
+
+    pushed = [(times, output) for times, output, _ in runs if has_pushed(output)]
+    if not pushed:
+        _say("batch predictions: no run pushed a model, nothing to score with")
+        return None
+    times, output = pushed[-1]
+    largest = runs[-1][0]
+    data_dir = (shipped_csv_dir() if largest == 1
+                else os.path.join(WORK_DIR, f"data_{largest:g}x"))
+    _say(f"batch predictions: make predict on {data_dir} with the model of the "
+         f"{_scale_label(times)} run")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "pipeline.predict", "--data-dir", data_dir,
+                           "--output-dir", output], capture_output=True, text=True)
+    wall = time.monotonic() - started
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"make predict failed: {done.stderr[-2000:]}")
+    [folder] = sorted(glob.glob(os.path.join(output, "predictions", "*")))[-1:]
+    with open(os.path.join(folder, "summary.json")) as f:
+        summary = json.load(f)
+    shutil.rmtree(folder)  # hundreds of MB of scored rows: the figures are what counts
+    return {"label": _scale_label(largest), "rows": summary["rows"],
+            "files": len(summary["files"]), "seconds": summary["seconds"],
+            "rows_per_second": summary["rows_per_second"], "rejected": summary["rejected"],
+            "wall_seconds": wall}
 
 
 def transform_outputs(output_dir: str) -> tuple[str, list[str]]:
@@ -207,6 +241,9 @@ def main(argv: list[str]) -> int:
     reuse = {"taxi": shipped[0]} if shipped else {}
     quality.publish(quality.run_shipped(WORK_DIR, reuse=reuse), args.results_dir,
                     README if args.update_readme else None)
+    predictions = measure_predict(runs)
+    if predictions:
+        result["predict"] = predictions
     graph_dir, files = transform_outputs(runs[-1][1])
     result["input"], result["fit"] = measure(graph_dir, files, TrainerConfig.create(),
                                              PipelineConfig().dataset_spec(), args.repetitions,

@@ -141,6 +141,37 @@ def test_trainer_replay_reports_its_peak_memory_and_cache_decision(transformed_d
     assert f"| shipped data | {measured['peak_rss_mb']:,.0f} MB | train ~0.1 MB" in table
 
 
+def test_batch_prediction_bench_scores_with_the_pushed_model(transformed_data, tmp_path,
+                                                             monkeypatch):
+    import tensorflow_transform as tft
+
+    from trainer_module import export
+    from trainer_module.model import build_model, category_sizes
+
+    output = tmp_path / "ours_1x"
+    version = output / "serving_model" / "taxi-tpu" / "1700000000"
+    tft_output = tft.TFTransformOutput(transformed_data.transform_dir)
+    config = TrainerConfig.create(hidden_units=(128,))
+    spec = transformed_data.spec
+    export.export_serving_model(build_model(config, spec, category_sizes(spec, tft_output),
+                                            (0.0, 1.0)),
+                                config, spec, tft_output, str(version), (0.0, 1.0))
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    rows = list(transformed_data.eval_csv_rows)
+    with open(data_dir / "rows.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    monkeypatch.setattr(bench_run, "shipped_csv_dir", lambda: str(data_dir))
+    measured = bench_run.measure_predict([(1.0, str(output), None)])
+    assert measured["rows"] == len(rows) and measured["rejected"] == 0
+    assert measured["rows_per_second"] > 0 and measured["wall_seconds"] > measured["seconds"]
+    assert not os.listdir(output / "predictions")  # the scored copy is not kept
+    table = results.markdown({**results.stamp(), "predict": measured})
+    assert f"{measured['rows']:,} rows in 1 CSV files" in table
+
+
 def test_readme_table_is_replaced_between_its_markers(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{bench_run.README_BEGIN}\nold\n{bench_run.README_END}\nrest\n")
