@@ -11,7 +11,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 
 from pipeline import predict
-from pipeline.pipeline_config import ConfigError
+from pipeline.pipeline_config import REPO_ROOT, ConfigError
 from trainer_module import batch_predict, export
 from trainer_module.config import TrainerConfig
 from trainer_module.model import build_model, category_sizes
@@ -111,3 +111,19 @@ def test_inputs_it_cannot_score_are_named(transformed_data, tmp_path, capsys):
     assert predict.main(["--data-dir", str(data_dir), "--model-dir", str(tmp_path),
                          "--output-dir", str(tmp_path / "out")]) == 2
     assert "exported without the serving_features signature" in capsys.readouterr().err
+
+
+def test_the_readmes_json_request_is_what_the_signature_takes(transformed_data, tmp_path):
+    """The README's taxi request body, parsed as TF Serving's JSON parser would (NaN allowed),
+    answers through serving_features: one probability per instance."""
+    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    block = readme.split("<!-- serving_features request: taxi -->", 1)[1]
+    body = json.loads(block.split("```json", 1)[1].split("```", 1)[0])
+    assert body["signature_name"] == "serving_features"
+    predictor = batch_predict.load_predictor(_exported(transformed_data, tmp_path / "model"))
+    assert all(set(i) == {x.name for x in predictor.inputs} for i in body["instances"])
+    columns = {x.name: tf.constant([i[x.name] for i in body["instances"]],
+                                   tf.dtypes.as_dtype(x.dtype)) for x in predictor.inputs}
+    out = predictor.signature(**columns)
+    assert set(out) == {"probabilities"} and out["probabilities"].shape == (2, 1)

@@ -108,7 +108,8 @@ def parse_columns(frame: Any, inputs: tuple[FeatureInput, ...]) -> tuple[dict[st
     """The signature's columns for a table of CSV cells, and why each row cannot be scored.
 
     frame: a pandas DataFrame of strings ("" or NaN: an empty cell); columns beyond the inputs
-    are ignored. Returns ({input name: numpy array in the input's dtype}, a Series of reasons,
+    are ignored. Returns ({input name: numpy array: int64 for required ints, float64 for other
+    numbers, object for strings}, a Series of reasons,
     "" for a good row). A bad row's values are placeholders: send only the good rows.
 
     Raises:
@@ -157,8 +158,9 @@ def parse_columns(frame: Any, inputs: tuple[FeatureInput, ...]) -> tuple[dict[st
             ints = pd.to_numeric(cells.where(~(empty | bad), "0"), errors="coerce")
             columns[feature.name] = ints.fillna(0).astype(np.int64).to_numpy()
         else:
-            values = numbers.where(~bad, np.nan).to_numpy()
-            columns[feature.name] = values.astype(np.dtype(feature.dtype))
+            # float64 here, whatever the input's dtype: the cast to float32 happens where the
+            # values become tensors, and a JSON instance keeps the cell's decimal value.
+            columns[feature.name] = numbers.where(~bad, np.nan).to_numpy(dtype=np.float64)
     return columns, reasons
 
 
