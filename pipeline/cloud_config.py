@@ -48,7 +48,7 @@ PREBUILT_IMAGE_RE = re.compile(
     r"^(?P<geo>us|europe|asia)-docker\.pkg\.dev/vertex-ai/prediction/"
     r"(?P<framework>[a-z0-9]+)-(?P<accelerator>cpu|gpu)\.(?P<version>[0-9]+-[0-9]+):latest$")
 # The newest TensorFlow CPU prediction image Vertex AI offers (its list ends at 2.15: there is
-# no prebuilt 2.16 one); a model exported by TF 2.16 without newer ops loads in it.
+# no prebuilt 2.16 one); TF Serving 2.15 loads a TF 2.16 SavedModel that uses no newer op.
 SERVING_TF_VERSION = "2-15"
 _PLACEHOLDER_RE = re.compile(r"YOUR[-_]|CHANGE[-_]?ME|<[^>]*>", re.IGNORECASE)
 

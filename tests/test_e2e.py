@@ -226,9 +226,9 @@ def _check_report_of_a_pushed_run(output, run: mlmd_records.RunRecord, pushed) -
     assert len(page.tables["metrics"]) > 1  # per-slice rows besides the overall one
     # The model card: the pushed model's inputs (its serving_features signature's), outputs,
     # training data (StatisticsGen's row counts) and metrics.
-    features = page.tables["signature-serving_features"]
-    assert {r["feature"] for r in page.tables["card-inputs"]} == {
-        r["name"] for r in features if r["tensor"] == "input"}
+    signature = tf.saved_model.load(str(pushed)).signatures["serving_features"]
+    assert {r["feature"] for r in page.tables["card-inputs"]} == set(
+        signature.structured_input_signature[1])
     assert {"feature": "fare", "type": "FLOAT", "JSON value": "float32", "required": "yes",
             "missing value": "never (required)"} in page.tables["card-inputs"]
     assert {"feature": "company", "type": "STRING", "JSON value": "string", "required": "no",
