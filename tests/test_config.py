@@ -18,6 +18,17 @@ def test_defaults_are_valid():
     assert config.serving_model_dir.startswith(config.output_dir)
 
 
+def test_local_beam_args_spare_tfx_its_per_component_package_build():
+    """With no dependency flag, TFX copies its install into a temp dir and builds an sdist in
+    every Beam executor; the local args carry one, so TFX's own check returns them as given."""
+    from tfx.utils import dependency_utils
+
+    args = list(PipelineConfig().beam_pipeline_args)
+    assert dependency_utils.make_beam_dependency_flags(args) == args
+    requirements = [a.split("=", 1)[1] for a in args if a.startswith("--requirements_file=")]
+    assert len(requirements) == 1 and os.path.isfile(requirements[0])
+
+
 def test_pipeline_name_and_data_dir_derive_from_the_dataset():
     config = PipelineConfig(dataset="penguins")
     assert config.pipeline_name == "penguins-tpu"

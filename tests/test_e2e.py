@@ -95,6 +95,8 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     assert f"Pushed model: {serving / version}" in result.stdout
     assert "→ Trainer started" in result.stdout
     assert re.search(r"✓ Trainer finished in \d+\.\d s", result.stdout)
+    # No Beam component built a package of TFX for remote workers (and left it in /tmp).
+    assert "Attempting to infer TFX Python dependency" not in result.stdout + result.stderr
     probabilities = _serve(serving / version, rows)
     assert probabilities.shape == (20, 1)
     assert np.all((probabilities >= 0) & (probabilities <= 1))
