@@ -132,7 +132,7 @@ def markdown(result: dict) -> str:
             lines.append("")
     if "predict" in result:
         p = result["predict"]
-        lines += [f"**Batch predictions** (`make predict` on the {p['label']} data: "
+        lines += [f"**Batch predictions** (`make predict` on the {p['label']}: "
                   f"{p['rows']:,} rows in {p['files']} CSV files, the model pushed by that "
                   f"scale's run): **{_rate(p['rows_per_second'])} rows/s** reading, checking, "
                   f"scoring and writing ({p['seconds']:.1f} s); {p['wall_seconds']:.1f} s "
