@@ -64,6 +64,19 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: object) -> Pipel
         raise ConfigError(f"trainer setting {e}") from e
 
 
+def for_output_dir(dataset: str | None, output_dir: str | None) -> PipelineConfig:
+    """The config of the tools that read a finished run (tpu-check, predict): from the
+    environment, with the --dataset and --output-dir flags when given.
+
+    Raises:
+      ConfigError: as `from_env`.
+    """
+    overrides = {k: v for k, v in (("dataset", dataset),
+                                   ("output_dir", output_dir and os.path.abspath(output_dir)))
+                 if v}
+    return from_env(**overrides)
+
+
 def _env_int(var: str, raw: str) -> int:
     try:
         return int(raw)

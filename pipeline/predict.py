@@ -17,7 +17,7 @@ import sys
 import time
 
 from pipeline import served_model
-from pipeline.env_settings import from_env
+from pipeline.env_settings import for_output_dir
 from pipeline.pipeline_config import PREDICTIONS_DIR, ConfigError
 
 REJECTED_FILE = "rejected.csv"
@@ -128,10 +128,7 @@ def main(argv: list[str]) -> int:
                         "the newest one pushed to the output dir")
     args = parser.parse_args(argv)
     try:
-        overrides = {k: v for k, v in (("dataset", args.dataset),
-                                       ("output_dir", args.output_dir and
-                                        os.path.abspath(args.output_dir))) if v}
-        config = from_env(**overrides)
+        config = for_output_dir(args.dataset, args.output_dir)
         model_dir = args.model_dir or latest_pushed_model(config.serving_model_dir)
         summary = predict_folder(model_dir, os.path.abspath(args.data_dir), config.output_dir)
     except (ConfigError, FileNotFoundError) as e:

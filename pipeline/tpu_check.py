@@ -12,7 +12,7 @@ import os
 import sys
 
 from pipeline import names, run_summary
-from pipeline.env_settings import from_env
+from pipeline.env_settings import for_output_dir
 from pipeline.pipeline_config import ConfigError
 
 
@@ -22,10 +22,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--output-dir", help="the pipeline's OUTPUT_DIR (default: output/)")
     args = parser.parse_args(argv)
     try:
-        overrides = {k: v for k, v in (("dataset", args.dataset),
-                                       ("output_dir", args.output_dir and
-                                        os.path.abspath(args.output_dir))) if v}
-        config = from_env(**overrides)
+        config = for_output_dir(args.dataset, args.output_dir)
         spec = config.dataset_spec()
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
