@@ -126,8 +126,9 @@ _FIELDS: dict[str, _Field] = {
 }
 # Every environment variable a setting is read from.
 ENV_VARS = tuple(f.var for f in _FIELDS.values())
-_INTS = ("dataflow_max_workers", "dataflow_disk_size_gb", "train_steps",
-         "endpoint_min_replicas", "endpoint_max_replicas", "endpoint_traffic_percentage")
+_POSITIVE_INTS = ("dataflow_max_workers", "dataflow_disk_size_gb", "train_steps",
+                  "endpoint_min_replicas", "endpoint_max_replicas")
+_INTS = (*_POSITIVE_INTS, "endpoint_traffic_percentage")  # 0..100, checked with the endpoint
 _BOOLS = ("enable_cache", "warm_start", "dataflow_public_ips")
 
 
@@ -209,9 +210,7 @@ class CloudConfig:
             bad("kfp_host")
         if self.beam_runner not in BEAM_RUNNERS:
             bad("beam_runner")
-        for name in _INTS:
-            if name == "endpoint_traffic_percentage":
-                continue  # 0 is allowed: checked with the endpoint
+        for name in _POSITIVE_INTS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 bad(name)

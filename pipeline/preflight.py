@@ -103,7 +103,8 @@ class Context:
 def check_settings(ctx: Context) -> list[str]:
     """Every setting in its form: project, region, bucket, names, networks, sizes."""
     skip = {"pipeline_image", "tpu_trainer_image", "service_account", "kfp_service_account"}
-    return [message for name, message in ctx.cloud.problems() if name not in skip]
+    return [message for name, message in ctx.cloud.problems()
+            if name not in skip and not name.startswith(ENDPOINT_PREFIX)]
 
 
 def check_service_account(ctx: Context) -> list[str]:
@@ -279,6 +280,7 @@ def check_cache_keys(ctx: Context) -> list[str]:
 # What TFX's Vertex prediction client takes out of the serving args before it calls
 # aiplatform.Model.deploy (tfx/extensions/google_cloud_ai_platform/prediction_clients.py).
 SERVING_ARGS_NOT_DEPLOYED = ("endpoint_name", "project", "regions", "labels")
+ENDPOINT_PREFIX = "endpoint_"  # the endpoint settings, checked by check_endpoint
 VERTEX_PUSHER_EXECUTOR = "tfx.extensions.google_cloud_ai_platform.pusher.executor.Executor"
 
 
@@ -297,7 +299,7 @@ def check_endpoint(ctx: Context) -> list[str]:
         return ([f"the Pusher runs {VERTEX_PUSHER_EXECUTOR} but no endpoint_name is set"]
                 if VERTEX_PUSHER_EXECUTOR in executor else [])
     problems = [message for name, message in ctx.cloud.problems()
-                if name.startswith("endpoint_")]
+                if name.startswith(ENDPOINT_PREFIX)]
     if VERTEX_PUSHER_EXECUTOR not in executor:
         return problems + [f"endpoint_name={ctx.cloud.endpoint_name!r}, but the Pusher step "
                            f"does not run {VERTEX_PUSHER_EXECUTOR}"]

@@ -1,5 +1,7 @@
 """Model building and the float32 export, for each task: what serving and the Evaluator get."""
 
+import math
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -185,7 +187,8 @@ def test_feature_signature_refuses_a_missing_required_value(transformed_data, tm
 def test_instance_names_the_feature_and_the_bad_value(transformed_data):
     inputs = _feature_inputs(transformed_data)
     row = dict(transformed_data.eval_csv_rows[0])
-    assert feature_signature.instance({**row, "trip_seconds": ""}, inputs)["trip_seconds"] != 0
+    assert math.isnan(feature_signature.instance({**row, "trip_seconds": ""},
+                                                 inputs)["trip_seconds"])
     with pytest.raises(ValueError, match="trip_start_hour: 'noon' is not a number"):
         feature_signature.instance({**row, "trip_start_hour": "noon"}, inputs)
     with pytest.raises(ValueError, match="payment_type: empty, but the schema requires"):

@@ -6,7 +6,6 @@ Endpoint and init are replaced by autospecced mocks (the boundary), and the argu
 `Model.deploy` are bound to the real SDK's signature.
 """
 
-import copy
 import dataclasses
 import inspect
 import json
@@ -17,6 +16,7 @@ from unittest import mock
 import cloud_settings
 import pytest
 import test_kubeflow
+import test_preflight
 from google.cloud import aiplatform
 from tfx.dsl.io import fileio
 from tfx.types import standard_artifacts
@@ -94,12 +94,7 @@ def test_the_serving_image_follows_the_region():
 def test_a_pusher_spec_vertex_would_refuse_fails_preflight(cloud, job, edit, message):
     from tfx.extensions.google_cloud_ai_platform import constants as vertex
 
-    edited = copy.deepcopy(job)
-    parameter = (compiled_spec.tasks(edited)[names.PUSHER]["inputs"]["parameters"]
-                 [names.CUSTOM_CONFIG]["runtimeValue"])
-    key = "constant" if "constant" in parameter else "constantValue"
-    raw = parameter[key] if key == "constant" else parameter[key]["stringValue"]
-    config = json.loads(raw)
+    config = json.loads(compiled_spec.parameter(job, names.PUSHER, names.CUSTOM_CONFIG))
     deployment = {"region": config[vertex.VERTEX_REGION_KEY],
                   "serving_image": config[vertex.VERTEX_CONTAINER_IMAGE_URI_KEY],
                   "serving_args": config[vertex.SERVING_ARGS_KEY]}
@@ -107,10 +102,8 @@ def test_a_pusher_spec_vertex_would_refuse_fails_preflight(cloud, job, edit, mes
     config.update({vertex.VERTEX_REGION_KEY: deployment["region"],
                    vertex.VERTEX_CONTAINER_IMAGE_URI_KEY: deployment["serving_image"],
                    vertex.SERVING_ARGS_KEY: deployment["serving_args"]})
-    if key == "constant":
-        parameter[key] = json.dumps(config)
-    else:
-        parameter[key]["stringValue"] = json.dumps(config)
+    edited = test_preflight._set_parameter(job, names.PUSHER, names.CUSTOM_CONFIG,
+                                           json.dumps(config))
     failures = _endpoint_failures(cloud, edited)
     assert any(message in f for f in failures), failures
 

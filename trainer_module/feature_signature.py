@@ -82,10 +82,13 @@ def to_parsed(values: dict[str, Any], inputs: tuple[FeatureInput, ...]) -> dict[
     parsed = {}
     for feature in inputs:
         x = values[feature.name]
+        if feature.required and feature.kind == "int":
+            parsed[feature.name] = tf.expand_dims(x, 1)  # an int64 cannot be missing
+            continue
         if feature.kind == "string":
             present = tf.not_equal(x, MISSING_STRING)
         else:
-            present = tf.logical_not(tf.math.is_nan(tf.cast(x, tf.float64)))
+            present = tf.logical_not(tf.math.is_nan(x))
         if feature.required:
             check = tf.debugging.Assert(
                 tf.reduce_all(present),
