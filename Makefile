@@ -11,11 +11,15 @@ export PATH := $(BIN):$(PATH)
 
 .PHONY: venv run predict dataset report bench bench-quality figures browser test test-e2e tpu-check schema lint lock clean clean-outputs compile preflight submit image image-tpu
 
-$(STAMP): requirements.lock pyproject.toml
+$(STAMP): requirements.lock pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	test -x $(BIN)/uv || $(BIN)/python -m pip install -q uv
 	$(BIN)/uv pip install --python $(BIN)/python -q -r requirements.lock
 	$(BIN)/uv pip install --python $(BIN)/python -q --no-deps -e .
+	# Bytecode for every installed module, written once here: where PYTHONDONTWRITEBYTECODE is
+	# set (as in many CI and container set-ups) Python otherwise compiles TensorFlow, TFX and
+	# Beam from source in every process, ~10 s before a run or a test does anything.
+	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib > /dev/null
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -2,7 +2,8 @@
 
 Each run is a separate process, as a user starts it; component seconds are read from the run's
 own MLMD store afterwards (execution registered → last update), the same numbers the run
-summary prints.
+summary prints. While it runs, the resident memory of the process and its children (Beam's
+worker processes) is sampled, so each component's peak can be read against its MLMD times.
 """
 
 import dataclasses
@@ -11,6 +12,8 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
+import time
 
 from pipeline import eval_results, run_summary
 from pipeline.pipeline_config import REPO_ROOT
@@ -44,24 +47,78 @@ class DagRun:
     eval_accuracy: float | None  # the Evaluator's overall accuracy (classification)
     # cache mode → the Trainer replayed alone (bench/trainer_memory.py): peak RSS, decision
     trainer_memory: dict[str, dict] = dataclasses.field(default_factory=dict)
+    wall_seconds: float = 0.0  # the whole process, start to exit
+    # node id → peak RSS (MB) of the run's processes while the component ran
+    peak_rss_mb: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def component_seconds(self) -> float:
         return sum(self.seconds.values())
 
 
-def _run(command: list[str], cwd: str, env: dict[str, str], log_path: str) -> None:
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of a process and all its descendants (0 once it has exited)."""
+    total, pending = 0, [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            with open(f"/proc/{current}/statm") as f:
+                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as f:
+                    pending.extend(int(child) for child in f.read().split())
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
+@dataclasses.dataclass
+class ProcessRun:
+    """A finished process: its wall time and its memory samples (epoch seconds, bytes)."""
+
+    wall_seconds: float
+    samples: list[tuple[float, int]]
+
+    def peak_mb(self, started: float, finished: float) -> float:
+        """The peak RSS between two epoch times; for a step shorter than the sampling
+        interval, the last sample before it ended."""
+        inside = [rss for t, rss in self.samples if started <= t <= finished]
+        if not inside:
+            inside = [rss for t, rss in self.samples if t <= finished][-1:] or [0]
+        return max(inside) / 2**20
+
+
+SAMPLE_INTERVAL_S = 0.1
+
+
+def _run(command: list[str], cwd: str, env: dict[str, str], log_path: str) -> ProcessRun:
+    samples: list[tuple[float, int]] = []
     with open(log_path, "w") as log:
-        result = subprocess.run(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
-    if result.returncode != 0:
+        started = time.monotonic()
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=log,
+                                   stderr=subprocess.STDOUT)
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.wait(SAMPLE_INTERVAL_S):
+                samples.append((time.time(), _tree_rss(process.pid)))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        returncode = process.wait()
+        wall = time.monotonic() - started
+        done.set()
+        sampler.join()
+    if returncode != 0:
         with open(log_path) as log:
             tail = log.read()[-3000:]
-        raise BenchRunError(f"{' '.join(command)} exited {result.returncode} (log: {log_path})"
+        raise BenchRunError(f"{' '.join(command)} exited {returncode} (log: {log_path})"
                             f":\n{tail}")
+    return ProcessRun(wall, samples)
 
 
 def _record(metadata_path: str, pipeline_name: str, rows: int, steps: int, batch: int,
-            cwd: str = REPO_ROOT) -> DagRun:
+            process: ProcessRun, cwd: str = REPO_ROOT) -> DagRun:
     """The run's record in MLMD; `cwd` is where the run started (the template's artifact URIs
     are relative to it)."""
     summary = run_summary.latest_run(metadata_path, pipeline_name)
@@ -69,9 +126,12 @@ def _record(metadata_path: str, pipeline_name: str, rows: int, steps: int, batch
         raise BenchRunError(f"no successful run of {pipeline_name} in {metadata_path}")
     metrics = eval_results.overall_metrics(os.path.join(cwd, summary.evaluation_uri))
     accuracy = next((v for k, v in metrics.items() if k.endswith("accuracy")), None)
-    return DagRun(rows, steps, batch, {n.node_id: n.seconds for n in summary.nodes.values()},
-                  {n.node_id: n.state for n in summary.nodes.values()}, summary.blessed,
-                  accuracy)
+    nodes = summary.nodes.values()
+    return DagRun(rows, steps, batch, {n.node_id: n.seconds for n in nodes},
+                  {n.node_id: n.state for n in nodes}, summary.blessed, accuracy,
+                  wall_seconds=process.wall_seconds,
+                  peak_rss_mb={n.node_id: process.peak_mb(n.started, n.finished)
+                               for n in nodes})
 
 
 def _read_int(path: str, pattern: str) -> int:
@@ -90,18 +150,22 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def run_ours(data_dir: str, output_dir: str, rows: int, train_steps: int | None,
-             dataset: str = "taxi") -> DagRun:
-    """This project's DAG from scratch (a fresh output dir, so nothing is served from cache);
-    train_steps None: the dataset spec's own."""
-    shutil.rmtree(output_dir, ignore_errors=True)
-    os.makedirs(output_dir)
+             dataset: str = "taxi", fresh: bool = True, repo: str = REPO_ROOT) -> DagRun:
+    """This project's DAG, as `make run` starts it; fresh: from scratch (a new output dir, so
+    nothing is served from cache). train_steps None: the dataset spec's own. `repo`: the
+    checkout whose code runs (a copy, for the bench's edit-and-rerun)."""
+    if fresh:
+        shutil.rmtree(output_dir, ignore_errors=True)
+    os.makedirs(output_dir, exist_ok=True)
     steps = ["--train-steps", str(train_steps)] if train_steps else []
-    _run([sys.executable, RUNNER, "--dataset", dataset, "--data-dir", data_dir, "--output-dir",
-          output_dir, *steps], REPO_ROOT, _env(), os.path.join(output_dir, "run.log"))
     log = os.path.join(output_dir, "run.log")
-    batch = _read_int(log, r"global batch=(\d+)")
+    process = _run([sys.executable, os.path.join(repo, "pipeline", "local_runner.py"),
+                    "--dataset", dataset, "--data-dir", data_dir, "--output-dir", output_dir,
+                    *steps], repo, _env(PYTHONPATH=repo), log)
+    batch = _read_int(log, r"global batch=(\d+)") if fresh else 0
     return _record(os.path.join(output_dir, "metadata", "metadata.db"), f"{dataset}-tpu", rows,
-                   train_steps or _read_int(log, r"\) (\d+) steps in \d+ epochs"), batch)
+                   train_steps or _read_int(log, r"\) (\d+) steps in \d+ epochs"), batch,
+                   process)
 
 
 def prepare_template(work_dir: str, data_dir: str, train_steps: int) -> str:
@@ -133,11 +197,22 @@ def _patch(path: str, substitutions: list[tuple[str, str]]) -> None:
         f.write(text)
 
 
-def run_template(work_dir: str, data_dir: str, rows: int, train_steps: int) -> DagRun:
-    prepare_template(work_dir, data_dir, train_steps)
-    _run([sys.executable, "local_runner.py"], work_dir, _env(PYTHONPATH=work_dir),
-         os.path.join(work_dir, "run.log"))
+def run_template(work_dir: str, data_dir: str, rows: int, train_steps: int,
+                 prepare: bool = True) -> DagRun:
+    """The template's local_runner.py from scratch (its metadata and outputs removed first);
+    prepare: copy the template anew (else reuse the copy in work_dir, pointed at data_dir)."""
+    if prepare:
+        prepare_template(work_dir, data_dir, train_steps)
+    else:
+        _patch(os.path.join(work_dir, "local_runner.py"),
+               [(r"^DATA_PATH = .*$", f"DATA_PATH = {os.path.abspath(data_dir)!r}")])
+        _patch(os.path.join(work_dir, "pipeline", "configs.py"),
+               [(r"^TRAIN_NUM_STEPS = \d+", f"TRAIN_NUM_STEPS = {train_steps}")])
+    for generated in ("tfx_metadata", "tfx_pipeline_output"):
+        shutil.rmtree(os.path.join(work_dir, generated), ignore_errors=True)
+    process = _run([sys.executable, "local_runner.py"], work_dir, _env(PYTHONPATH=work_dir),
+                   os.path.join(work_dir, "run.log"))
     batch = _read_int(os.path.join(work_dir, "models", "keras_model", "constants.py"),
                       r"^TRAIN_BATCH_SIZE = (\d+)")
     return _record(os.path.join(work_dir, "tfx_metadata", TEMPLATE_NAME, "metadata.db"),
-                   TEMPLATE_NAME, rows, train_steps, batch, cwd=work_dir)
+                   TEMPLATE_NAME, rows, train_steps, batch, process, cwd=work_dir)

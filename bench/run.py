@@ -70,18 +70,106 @@ def run_scales(scales: list[float], base_steps: int) -> list[tuple[float, str, d
     return runs
 
 
-def run_anchor(ours: dag.DagRun, base_steps: int) -> dict:
+def _scale_record(times: float, run: dag.DagRun, template: dag.DagRun | None) -> dict:
+    record = {"label": _scale_label(times), "rows": run.rows, "train_steps": run.train_steps,
+              "component_seconds": run.component_seconds, "seconds": run.seconds,
+              "wall_seconds": run.wall_seconds, "peak_rss_mb": run.peak_rss_mb,
+              "blessed": run.blessed, "eval_accuracy": run.eval_accuracy,
+              "trainer_memory": run.trainer_memory}
+    if template is not None:
+        record["template"] = {"component_seconds": template.component_seconds,
+                              "seconds": template.seconds, "wall_seconds": template.wall_seconds,
+                              "peak_rss_mb": template.peak_rss_mb,
+                              "eval_accuracy": template.eval_accuracy}
+    return record
+
+
+def run_template_scales(scales: list[float], base_steps: int,
+                        runs: list[tuple[float, str, dag.DagRun]]) -> dict[float, dag.DagRun]:
+    """The TFX template on the same data and steps as this project's run at each scale."""
     work = os.path.join(WORK_DIR, "taxi_template")
-    _say(f"TFX taxi template on the shipped data, {base_steps} training steps → {work}")
-    template = dag.run_template(work, shipped_csv_dir(), ours.rows, base_steps)
+    done: dict[float, dag.DagRun] = {}
+    ours = {t: r for t, _, r in runs}
+    for times in scales:
+        if times not in ours:
+            raise ValueError(f"--template-scales {times:g}: this project has no run at that "
+                             "scale; pick from --scales")
+        data_dir = shipped_csv_dir() if times == 1 else os.path.join(WORK_DIR,
+                                                                      f"data_{times:g}x")
+        steps = ours[times].train_steps
+        _say(f"TFX taxi template on {ours[times].rows:,} rows, {steps:,} training steps → {work}")
+        done[times] = dag.run_template(work, data_dir, ours[times].rows, steps,
+                                       prepare=not done)
+        _say(f"  {done[times].component_seconds:.1f} s in components, "
+             f"{done[times].wall_seconds:.1f} s wall")
+    return done
+
+
+def run_anchor(ours: dag.DagRun, template: dag.DagRun) -> dict:
     stages = [{"template_node": t, "project_node": p, "template": template.seconds.get(t),
-               "project": ours.seconds.get(p)} for t, p in dag.STAGES.items()]
-    return {"rows": ours.rows, "train_steps": base_steps, "stages": stages,
+               "project": ours.seconds.get(p), "template_peak_rss_mb":
+               template.peak_rss_mb.get(t), "project_peak_rss_mb": ours.peak_rss_mb.get(p)}
+              for t, p in dag.STAGES.items()]
+    return {"rows": ours.rows, "train_steps": ours.train_steps, "stages": stages,
             "template_total": template.component_seconds,
             "project_total": ours.component_seconds, "template_blessed": template.blessed,
             "template_batch": template.train_batch, "project_batch": ours.train_batch,
             "template_accuracy": template.eval_accuracy,
             "project_accuracy": ours.eval_accuracy}
+
+
+def whole_process_pairs(ours: dag.DagRun, template: dag.DagRun, pairs: int,
+                        base_steps: int) -> list[dict]:
+    """Wall time of whole processes on the shipped data, fresh output dirs: the scale run and
+    the anchor run are the first pair; each further pair alternates which goes first."""
+    measured = [{"project": ours.wall_seconds, "template": template.wall_seconds}]
+    data_dir, rows = shipped_csv_dir(), ours.rows
+    work = os.path.join(WORK_DIR, "taxi_template")
+    for pair in range(1, pairs):
+        walls = {}
+        order = ("template", "project") if pair % 2 else ("project", "template")
+        for who in order:
+            if who == "project":
+                run = dag.run_ours(data_dir, os.path.join(WORK_DIR, "ours_wall"), rows,
+                                   base_steps)
+            else:
+                run = dag.run_template(work, data_dir, rows, base_steps, prepare=False)
+            walls[who] = run.wall_seconds
+        _say(f"  whole process, pair {pair + 1}: this project {walls['project']:.1f} s, "
+             f"template {walls['template']:.1f} s")
+        measured.append(walls)
+    return measured
+
+
+EDITED_MODULE = os.path.join("trainer_module", "model.py")
+
+
+def edit_and_rerun(base_steps: int) -> dict:
+    """A model-code edit in a copy of this checkout: a full run, then one line added to
+    trainer_module/model.py and `make run` again on the same output dir. Returns both runs'
+    component states and times, and the rerun's wall time."""
+    repo = os.path.join(WORK_DIR, "edit_repo")
+    shutil.rmtree(repo, ignore_errors=True)
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO_ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    for path in tracked:
+        if os.path.isfile(os.path.join(REPO_ROOT, path)):  # deleted but not yet committed
+            os.makedirs(os.path.dirname(os.path.join(repo, path)) or repo, exist_ok=True)
+            shutil.copy2(os.path.join(REPO_ROOT, path), os.path.join(repo, path))
+    output = os.path.join(WORK_DIR, "edit_run")
+    data_dir, rows = shipped_csv_dir(), len(generate.source_rows()[1])
+    _say(f"edit and rerun: a full run of a copy of this checkout ({repo})")
+    full = dag.run_ours(data_dir, output, rows, base_steps, repo=repo)
+    with open(os.path.join(repo, EDITED_MODULE), "a") as f:
+        f.write("\n# an edit: the model code changed\n")
+    _say(f"  {full.wall_seconds:.1f} s; edited {EDITED_MODULE}, running again")
+    rerun = dag.run_ours(data_dir, output, rows, base_steps, fresh=False, repo=repo)
+    ran = [n for n, state in rerun.states.items() if state == "COMPLETE"]
+    _say(f"  rerun {rerun.wall_seconds:.1f} s wall; ran again: {', '.join(ran)}")
+    return {"edited": EDITED_MODULE, "full": {"wall_seconds": full.wall_seconds,
+                                              "seconds": full.seconds},
+            "rerun": {"wall_seconds": rerun.wall_seconds, "seconds": rerun.seconds,
+                      "states": rerun.states}}
 
 
 def measure_predict(runs: list[tuple[float, str, "dag.DagRun"]]) -> dict | None:
@@ -200,7 +288,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--fit-steps", type=int, help="steps per epoch in the fit measurements "
                         "(default: one pass over the data)")
-    parser.add_argument("--no-anchor", action="store_true", help="skip the TFX template run")
+    parser.add_argument("--no-anchor", action="store_true",
+                        help="skip the TFX template runs, the whole-process pairs and the "
+                             "edit-and-rerun")
+    parser.add_argument("--template-scales", default="1,10",
+                        help="scales the TFX template runs at too (each one of --scales)")
+    parser.add_argument("--wall-pairs", type=int, default=3,
+                        help="whole-process runs of each DAG on the shipped data, alternating")
     parser.add_argument("--results-dir", default=RESULTS_DIR)
     parser.add_argument("--update-readme", action="store_true")
     parser.add_argument("--from-json", metavar="BENCH_JSON",
@@ -221,17 +315,27 @@ def main(argv: list[str]) -> int:
         parser.error("the anchor compares with the run on the shipped data: add 1 to --scales, "
                      "or pass --no-anchor")
 
+    try:
+        template_scales = sorted(float(s) for s in args.template_scales.split(","))
+    except ValueError:
+        parser.error(f"--template-scales {args.template_scales!r}: expected numbers separated "
+                     "by commas")
+    if not args.no_anchor and not set(template_scales) <= set(scales):
+        parser.error(f"--template-scales {args.template_scales!r}: each must be one of "
+                     f"--scales {args.scales!r}")
+
     result = results.stamp()
     started = time.monotonic()
     runs = run_scales(scales, args.train_steps)
-    result["scale"] = [{"label": _scale_label(t), "rows": r.rows, "train_steps": r.train_steps,
-                        "component_seconds": r.component_seconds, "seconds": r.seconds,
-                        "blessed": r.blessed, "eval_accuracy": r.eval_accuracy,
-                        "trainer_memory": r.trainer_memory}
-                       for t, _, r in runs]
+    templates = {} if args.no_anchor else run_template_scales(template_scales,
+                                                              args.train_steps, runs)
+    result["scale"] = [_scale_record(t, r, templates.get(t)) for t, _, r in runs]
     if not args.no_anchor:
         ours_1x = next(r for t, _, r in runs if t == 1)
-        result["anchor"] = run_anchor(ours_1x, args.train_steps)
+        result["anchor"] = run_anchor(ours_1x, templates[1])
+        result["anchor"]["whole_process"] = whole_process_pairs(
+            ours_1x, templates[1], args.wall_pairs, args.train_steps)
+        result["edit_rerun"] = edit_and_rerun(args.train_steps)
     from bench import quality
     from pipeline.pipeline_config import PipelineConfig
     from trainer_module.config import TrainerConfig

@@ -132,6 +132,10 @@ def _run(config: PipelineConfig) -> int:
               flush=True)
     print(f"Running pipeline {config.pipeline_name!r} on {config.data_dir} "
           f"→ outputs under {config.output_dir}", flush=True)
+    beam = dict(a.lstrip("-").split("=", 1) for a in config.beam_pipeline_args if "=" in a)
+    if "direct_running_mode" in beam:
+        print(f"Beam steps: DirectRunner {beam['direct_running_mode']}, "
+              f"{beam.get('direct_num_workers', '1')} worker(s)", flush=True)
     error = None
     try:
         _run_dag(config)

@@ -23,6 +23,8 @@ class NodeRun:
     state: str
     seconds: float
     outputs: dict[str, list[metadata_store_pb2.Artifact]]
+    started: float = 0.0  # seconds since the epoch, as MLMD recorded the execution
+    finished: float = 0.0
 
 
 @dataclasses.dataclass
@@ -122,7 +124,8 @@ def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary | None:
             (execution.last_update_time_since_epoch - execution.create_time_since_epoch) / 1000,
         )
         nodes[node_id] = NodeRun(node_id, _STATE_NAMES.get(execution.last_known_state, "UNKNOWN"),
-                                 seconds, outputs)
+                                 seconds, outputs, execution.create_time_since_epoch / 1000,
+                                 execution.last_update_time_since_epoch / 1000)
     summary = RunSummary(run.name, nodes)
     candidate = summary.output(names.TRAINER, names.MODEL)
     if candidate is not None and names.EVALUATOR in nodes:

@@ -1,11 +1,13 @@
 """A small smoke of `make bench`'s harness: the data generator, the template preparation and
 every measurement, on tiny inputs (the real numbers come from `make bench`, never from tests)."""
 
+import collections
 import csv
 import json
 import math
 import os
 
+import numpy as np
 import pytest
 
 from bench import dag, generate, results
@@ -199,3 +201,156 @@ def test_figures_table_names_each_command_and_replaces_its_readme_block(tmp_path
     readme.write_text(f"a\n{figures.README_BEGIN}\nold\n{figures.README_END}\nb\n")
     results.replace_block(str(readme), figures.README_BEGIN, figures.README_END, text)
     assert readme.read_text() == f"a\n{figures.README_BEGIN}\n{text}\n{figures.README_END}\nb\n"
+
+
+def _example_key(features) -> tuple:
+    """A row's values as the tf.Example holds them (float32 floats), for matching rows."""
+    out = []
+    for name in sorted(features):
+        feature = features[name]
+        kind = feature.WhichOneof("kind")
+        values = tuple(getattr(feature, kind).value) if kind else ()
+        out.append((name, tuple(np.float32(v) for v in values) if kind == "float_list"
+                    else values))
+    return tuple(out)
+
+
+def _row_key(row: dict[str, str], kinds: dict[str, str | None]) -> tuple:
+    convert = {"float_list": lambda c: np.float32(float(c)), "int64_list": int,
+               "bytes_list": str.encode, None: None}
+    return tuple((name, (convert[kinds[name]](row[name]),) if row[name] else ())
+                 for name in sorted(kinds))
+
+
+def test_every_copy_of_a_trip_lands_in_its_originals_split_in_csv_example_gen(tmp_path):
+    """The generator's split prediction, checked against TFX's real CsvExampleGen executor
+    (in-process Beam) on generated data: the eval split holds exactly the rows predicted for
+    it, and each trip's copies share one split."""
+    from google.protobuf import json_format
+    from tfx.components.example_gen import utils
+    from tfx.components.example_gen.csv_example_gen import executor
+    from tfx.proto import example_gen_pb2
+    from tfx.types import standard_artifacts
+
+    header, source = generate.source_rows()
+    source_dir = tmp_path / "source"
+    source_dir.mkdir()
+    with open(source_dir / "taxi.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=header)
+        writer.writeheader()
+        writer.writerows(source[:150])
+    out = tmp_path / "generated"
+    assert generate.generate(3, str(out), data_dir=str(source_dir)) == 450
+    rows = _read(out)
+    split_of = generate.split_function(header, source[:150])
+    predicted = [split_of(row) for row in rows]
+    for i in range(150):
+        assert predicted[i] == predicted[i + 150] == predicted[i + 300], i
+    assert rows[150:] != rows[:150] * 2  # the copies are jittered
+
+    input_config = example_gen_pb2.Input(
+        splits=[example_gen_pb2.Input.Split(name="csv", pattern="*.csv")])
+    examples = standard_artifacts.Examples()
+    examples.uri = str(tmp_path / "examples")
+    executor.Executor().Do({}, {"examples": [examples]}, {
+        "input_base": str(out),
+        "input_config": json_format.MessageToJson(input_config),
+        "output_config": json_format.MessageToJson(
+            utils.make_default_output_config(input_config)),
+        "output_data_format": example_gen_pb2.FORMAT_TF_EXAMPLE,
+        "output_file_format": example_gen_pb2.FORMAT_TFRECORDS_GZIP,
+    })
+    import tensorflow as tf
+
+    written = {}
+    for split in ("train", "eval"):
+        files = sorted((tmp_path / "examples" / f"Split-{split}").glob("*.gz"))
+        written[split] = [tf.train.Example.FromString(r.numpy()).features.feature
+                          for r in tf.data.TFRecordDataset([str(p) for p in files], "GZIP")]
+    kinds = {name: f.WhichOneof("kind") for name, f in written["train"][0].items()}
+    for index, split in enumerate(("train", "eval")):
+        expected = collections.Counter(
+            _row_key(r, kinds) for r, s in zip(rows, predicted, strict=True) if s == index)
+        assert collections.Counter(_example_key(f) for f in written[split]) == expected, split
+    assert 0 < len(written["eval"]) < len(written["train"])
+
+
+def test_dag_process_run_samples_the_memory_of_the_process_and_its_children(tmp_path):
+    """A parent holding ~50 MB starts a child holding ~300 MB: the sampled peak counts both,
+    and a window before the child started does not."""
+    import sys
+    import time
+
+    child = "import time; b = bytearray(300 * 2**20); time.sleep(1.5)"
+    parent = ("import subprocess, sys, time; a = bytearray(50 * 2**20); time.sleep(1.0); "
+              f"print(time.time(), flush=True); subprocess.run([sys.executable, '-c', {child!r}])")
+    started = time.time()
+    run = dag._run([sys.executable, "-c", parent], str(tmp_path), dict(os.environ),
+                   str(tmp_path / "log"))
+    child_started = float((tmp_path / "log").read_text().split()[0])
+    assert run.wall_seconds > 2.5
+    assert run.peak_mb(child_started, time.time()) > 340
+    assert 45 < run.peak_mb(started + 0.5, child_started - 0.2) < 200
+    with pytest.raises(dag.BenchRunError, match="exited 3"):
+        dag._run([sys.executable, "-c", "raise SystemExit(3)"], str(tmp_path), dict(os.environ),
+                 str(tmp_path / "log2"))
+
+
+def test_targets_and_tables_state_each_speed_target_with_its_numbers():
+    scale = [{"label": "shipped data", "rows": 100, "train_steps": 10, "component_seconds": 10.0,
+              "seconds": {}, "wall_seconds": 20.0, "blessed": True, "eval_accuracy": 0.9,
+              "peak_rss_mb": {"Trainer": 900.0},
+              "template": {"component_seconds": 20.0, "seconds": {}, "wall_seconds": 30.0,
+                           "peak_rss_mb": {"Trainer": 800.0}, "eval_accuracy": 0.77}},
+             {"label": "100× shipped data", "rows": 10_000, "train_steps": 1000,
+              "component_seconds": 2.0, "seconds": {}, "wall_seconds": 9.0, "blessed": True,
+              "eval_accuracy": 0.91, "peak_rss_mb": {"Trainer": 1500.0}}]
+    result = {**results.stamp(), "scale": scale,
+              "anchor": {"rows": 100, "train_steps": 10, "stages": [], "project_total": 10.0,
+                         "template_total": 20.0,
+                         "whole_process": [{"project": 20.0, "template": 30.0},
+                                           {"project": 27.0, "template": 30.0},
+                                           {"project": 21.0, "template": 28.0}]},
+              "edit_rerun": {"edited": "trainer_module/model.py",
+                             "full": {"wall_seconds": 40.0, "seconds": {}},
+                             "rerun": {"wall_seconds": 25.0, "seconds": {},
+                                       "states": {"Transform": "CACHED", "Trainer": "COMPLETE",
+                                                  "Evaluator": "COMPLETE"}}}}
+    met = {name: (measured, ok) for name, measured, ok in results.targets(result)}
+    assert met["shipped data: component time ≤ 0.8× the TFX template's"] == (
+        "10.0 s vs 20.0 s = 0.50×", True)
+    wall = [(m, ok) for name, m, ok in results.targets(result) if "whole-process" in name]
+    assert wall == [("median 0.75× over 3 alternating pairs (range 0.67–0.90; ours 21.0 s, "
+                     "template 30.0 s)", True)]
+    assert met["100× shipped data: rows/s ≥ 2× 1,587"] == ("5,000 rows/s (3.15×)", True)
+    edit = [(m, ok) for name, m, ok in results.targets(result) if "re-runs" in name]
+    assert edit == [("ran again: Trainer, Evaluator; 25.0 s wall vs 40.0 s for the full run",
+                     True)]
+    result["edit_rerun"]["rerun"]["states"]["Transform"] = "COMPLETE"
+    assert [ok for name, _, ok in results.targets(result) if "re-runs" in name] == [False]
+    table = results.markdown({k: v for k, v in result.items() if k != "anchor"})  # no stages
+    assert "| shipped data | 100 | 10 | 10.0 | 10 | 1.00 | 20.0 | 0.50 | 20.0 / 30.0 | " \
+           "0.9000 / 0.7700 | yes |" in table
+    assert "| Trainer | 900 | 800 | 1,500 |" in table
+
+
+def test_generated_data_is_reused_only_when_made_the_same_way(tmp_path):
+    header, source = generate.source_rows()
+    source_dir = tmp_path / "source"
+    source_dir.mkdir()
+    with open(source_dir / "taxi.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=header)
+        writer.writeheader()
+        writer.writerows(source[:30])
+    out = tmp_path / "generated"
+    assert generate.generate(2, str(out), data_dir=str(source_dir)) == 60
+    [written] = out.glob("*.csv")
+    first = written.stat().st_mtime_ns
+    assert generate.generate(2, str(out), data_dir=str(source_dir)) == 60
+    assert written.stat().st_mtime_ns == first  # reused, not rewritten
+    assert not list(out.glob(".*"))  # the stamp stays out of the data folder
+    assert generate.generate(3, str(out), data_dir=str(source_dir)) == 90
+    rows = _read(out)
+    assert len(rows) == 90
+    generate.generate(3, str(out), data_dir=str(source_dir), seed=1)
+    assert _read(out)[:30] == rows[:30] and _read(out)[30:] != rows[30:]  # made anew

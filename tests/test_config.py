@@ -194,3 +194,24 @@ def test_runner_rejects_missing_data_path(tmp_path, capsys):
     assert code == 2
     assert "no such directory" in capsys.readouterr().err
     assert not output.exists()
+
+
+def test_local_beam_mode_follows_the_size_of_the_data(tmp_path, monkeypatch):
+    """In-process for small data; a worker process per core from MULTI_PROCESSING_MIN_BYTES of
+    CSV on, and never on one core."""
+    from pipeline import pipeline_config
+
+    (tmp_path / "a.csv").write_bytes(b"x" * 600)
+    (tmp_path / "notes.txt").write_bytes(b"x" * 5000)  # not data: not counted
+    monkeypatch.setattr(pipeline_config, "MULTI_PROCESSING_MIN_BYTES", 1000)
+    small = pipeline_config.local_beam_args(str(tmp_path), cores=4)
+    assert small[:2] == ("--direct_running_mode=in_memory", "--direct_num_workers=1")
+    (tmp_path / "b.csv").write_bytes(b"x" * 600)
+    large = pipeline_config.local_beam_args(str(tmp_path), cores=4)
+    assert large[:2] == ("--direct_running_mode=multi_processing", "--direct_num_workers=4")
+    assert pipeline_config.local_beam_args(str(tmp_path), cores=1)[0].endswith("in_memory")
+    config = PipelineConfig(data_dir=str(tmp_path))
+    assert config.beam_pipeline_args == pipeline_config.local_beam_args(str(tmp_path))
+    given = ("--direct_running_mode=multi_threading",)
+    assert PipelineConfig(data_dir=str(tmp_path), beam_pipeline_args=given).beam_pipeline_args \
+        == given
