@@ -84,8 +84,8 @@ def _scale_record(times: float, run: dag.DagRun, template: dag.DagRun | None) ->
     return record
 
 
-def run_template_scales(scales: list[float], base_steps: int,
-                        runs: list[tuple[float, str, dag.DagRun]]) -> dict[float, dag.DagRun]:
+def run_template_scales(scales: list[float], runs: list[tuple[float, str, dag.DagRun]]
+                        ) -> dict[float, dag.DagRun]:
     """The TFX template on the same data and steps as this project's run at each scale."""
     work = os.path.join(WORK_DIR, "taxi_template")
     done: dict[float, dag.DagRun] = {}
@@ -153,7 +153,7 @@ def edit_and_rerun(base_steps: int) -> dict:
     tracked = subprocess.run(["git", "ls-files"], cwd=REPO_ROOT, capture_output=True, text=True,
                              check=True).stdout.split()
     for path in tracked:
-        if os.path.isfile(os.path.join(REPO_ROOT, path)):  # deleted but not yet committed
+        if os.path.isfile(os.path.join(REPO_ROOT, path)):  # not deleted from the work tree
             os.makedirs(os.path.dirname(os.path.join(repo, path)) or repo, exist_ok=True)
             shutil.copy2(os.path.join(REPO_ROOT, path), os.path.join(repo, path))
     output = os.path.join(WORK_DIR, "edit_run")
@@ -320,15 +320,18 @@ def main(argv: list[str]) -> int:
     except ValueError:
         parser.error(f"--template-scales {args.template_scales!r}: expected numbers separated "
                      "by commas")
-    if not args.no_anchor and not set(template_scales) <= set(scales):
-        parser.error(f"--template-scales {args.template_scales!r}: each must be one of "
-                     f"--scales {args.scales!r}")
+    if not args.no_anchor and (1 not in template_scales
+                               or not set(template_scales) <= set(scales)):
+        parser.error(f"--template-scales {args.template_scales!r}: expected 1 (the anchor) and "
+                     f"other scales of --scales {args.scales!r}")
+    if args.wall_pairs < 1:
+        parser.error(f"--wall-pairs {args.wall_pairs}: expected 1 or more (the first pair is "
+                     "the scale and anchor runs)")
 
     result = results.stamp()
     started = time.monotonic()
     runs = run_scales(scales, args.train_steps)
-    templates = {} if args.no_anchor else run_template_scales(template_scales,
-                                                              args.train_steps, runs)
+    templates = {} if args.no_anchor else run_template_scales(template_scales, runs)
     result["scale"] = [_scale_record(t, r, templates.get(t)) for t, _, r in runs]
     if not args.no_anchor:
         ours_1x = next(r for t, _, r in runs if t == 1)

@@ -203,6 +203,17 @@ def test_figures_table_names_each_command_and_replaces_its_readme_block(tmp_path
     assert readme.read_text() == f"a\n{figures.README_BEGIN}\n{text}\n{figures.README_END}\nb\n"
 
 
+def _source_dir(tmp_path, header: list[str], rows: list[dict[str, str]]):
+    """A data folder holding `rows` as one CSV file: a small source for the generator."""
+    source_dir = tmp_path / "source"
+    source_dir.mkdir()
+    with open(source_dir / "taxi.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=header)
+        writer.writeheader()
+        writer.writerows(rows)
+    return source_dir
+
+
 def _example_key(features) -> tuple:
     """A row's values as the tf.Example holds them (float32 floats), for matching rows."""
     out = []
@@ -233,12 +244,7 @@ def test_every_copy_of_a_trip_lands_in_its_originals_split_in_csv_example_gen(tm
     from tfx.types import standard_artifacts
 
     header, source = generate.source_rows()
-    source_dir = tmp_path / "source"
-    source_dir.mkdir()
-    with open(source_dir / "taxi.csv", "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=header)
-        writer.writeheader()
-        writer.writerows(source[:150])
+    source_dir = _source_dir(tmp_path, header, source[:150])
     out = tmp_path / "generated"
     assert generate.generate(3, str(out), data_dir=str(source_dir)) == 450
     rows = _read(out)
@@ -336,12 +342,7 @@ def test_targets_and_tables_state_each_speed_target_with_its_numbers():
 
 def test_generated_data_is_reused_only_when_made_the_same_way(tmp_path):
     header, source = generate.source_rows()
-    source_dir = tmp_path / "source"
-    source_dir.mkdir()
-    with open(source_dir / "taxi.csv", "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=header)
-        writer.writeheader()
-        writer.writerows(source[:30])
+    source_dir = _source_dir(tmp_path, header, source[:30])
     out = tmp_path / "generated"
     assert generate.generate(2, str(out), data_dir=str(source_dir)) == 60
     [written] = out.glob("*.csv")
@@ -354,3 +355,14 @@ def test_generated_data_is_reused_only_when_made_the_same_way(tmp_path):
     assert len(rows) == 90
     generate.generate(3, str(out), data_dir=str(source_dir), seed=1)
     assert _read(out)[:30] == rows[:30] and _read(out)[30:] != rows[30:]  # made anew
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--scales", "1,10", "--template-scales", "10"], "expected 1 (the anchor)"),
+    (["--scales", "1", "--template-scales", "1,10"], "other scales of --scales"),
+    (["--scales", "1", "--template-scales", "1", "--wall-pairs", "0"], "--wall-pairs 0"),
+])
+def test_bench_refuses_template_scales_and_pairs_it_cannot_run(args, message, capsys):
+    with pytest.raises(SystemExit):
+        bench_run.main(args)
+    assert message in capsys.readouterr().err
