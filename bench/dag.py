@@ -20,7 +20,7 @@ from pipeline.pipeline_config import REPO_ROOT
 
 RUNNER = os.path.join(REPO_ROOT, "pipeline", "local_runner.py")
 TEMPLATE_NAME = "taxi-template"
-# The template's components, which its pipeline.py leaves commented out ("TODO(step 5/6)").
+# The template's components that its pipeline.py ships commented out, for later tutorial steps.
 TEMPLATE_COMPONENTS = ("statistics_gen", "schema_gen", "example_validator", "transform",
                        "trainer", "model_resolver", "evaluator", "pusher")
 # Same stages side by side: the template infers a schema (SchemaGen) where this project imports

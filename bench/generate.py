@@ -78,16 +78,16 @@ def split_function(header: list[str], rows: list[dict[str, str]]
     hash split of the tf.Example it makes, with the column types it infers from `rows`."""
     from tfx.components.example_gen import base_example_gen_executor, utils
     from tfx.components.example_gen.csv_example_gen import executor as csv_executor
-    from tfx.proto import example_gen_pb2
     from tfx_bsl.coders import csv_decoder
+
+    from pipeline.dag import csv_input_config
 
     inferrer = csv_decoder.ColumnTypeInferrer(header, skip_blank_lines=True)
     accumulator = inferrer.create_accumulator()
     for row in rows:
         accumulator = inferrer.add_input(accumulator, _cells(header, row))
     column_infos = inferrer.extract_output(accumulator)
-    output = utils.make_default_output_config(example_gen_pb2.Input(
-        splits=[example_gen_pb2.Input.Split(name="csv", pattern="*.csv")]))
+    output = utils.make_default_output_config(csv_input_config())
     buckets, total = [], 0
     for split in output.split_config.splits:
         total += split.hash_buckets

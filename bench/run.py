@@ -107,9 +107,7 @@ def run_template_scales(scales: list[float], runs: list[tuple[float, str, dag.Da
 
 def run_anchor(ours: dag.DagRun, template: dag.DagRun) -> dict:
     stages = [{"template_node": t, "project_node": p, "template": template.seconds.get(t),
-               "project": ours.seconds.get(p), "template_peak_rss_mb":
-               template.peak_rss_mb.get(t), "project_peak_rss_mb": ours.peak_rss_mb.get(p)}
-              for t, p in dag.STAGES.items()]
+               "project": ours.seconds.get(p)} for t, p in dag.STAGES.items()]
     return {"rows": ours.rows, "train_steps": ours.train_steps, "stages": stages,
             "template_total": template.component_seconds,
             "project_total": ours.component_seconds, "template_blessed": template.blessed,
@@ -118,8 +116,7 @@ def run_anchor(ours: dag.DagRun, template: dag.DagRun) -> dict:
             "project_accuracy": ours.eval_accuracy}
 
 
-def whole_process_pairs(ours: dag.DagRun, template: dag.DagRun, pairs: int,
-                        base_steps: int) -> list[dict]:
+def whole_process_pairs(ours: dag.DagRun, template: dag.DagRun, pairs: int) -> list[dict]:
     """Wall time of whole processes on the shipped data, fresh output dirs: the scale run and
     the anchor run are the first pair; each further pair alternates which goes first."""
     measured = [{"project": ours.wall_seconds, "template": template.wall_seconds}]
@@ -131,9 +128,9 @@ def whole_process_pairs(ours: dag.DagRun, template: dag.DagRun, pairs: int,
         for who in order:
             if who == "project":
                 run = dag.run_ours(data_dir, os.path.join(WORK_DIR, "ours_wall"), rows,
-                                   base_steps)
+                                   ours.train_steps)
             else:
-                run = dag.run_template(work, data_dir, rows, base_steps, prepare=False)
+                run = dag.run_template(work, data_dir, rows, ours.train_steps, prepare=False)
             walls[who] = run.wall_seconds
         _say(f"  whole process, pair {pair + 1}: this project {walls['project']:.1f} s, "
              f"template {walls['template']:.1f} s")
@@ -336,8 +333,8 @@ def main(argv: list[str]) -> int:
     if not args.no_anchor:
         ours_1x = next(r for t, _, r in runs if t == 1)
         result["anchor"] = run_anchor(ours_1x, templates[1])
-        result["anchor"]["whole_process"] = whole_process_pairs(
-            ours_1x, templates[1], args.wall_pairs, args.train_steps)
+        result["anchor"]["whole_process"] = whole_process_pairs(ours_1x, templates[1],
+                                                                args.wall_pairs)
         result["edit_rerun"] = edit_and_rerun(args.train_steps)
     from bench import quality
     from pipeline.pipeline_config import PipelineConfig

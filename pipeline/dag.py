@@ -36,6 +36,13 @@ PREPROCESSING_MODULES = ("preprocessing.py", "features.py", "dataset_spec.py", "
 TRAINER_STEP_MODULES = ("pipeline.trainer_component", "pipeline.vertex_trainer")
 
 
+def csv_input_config() -> example_gen_pb2.Input:
+    """CsvExampleGen's input: every *.csv file of the folder, one split (the output is split
+    by hash, train 2 : eval 1, TFX's default)."""
+    return example_gen_pb2.Input(
+        splits=[example_gen_pb2.Input.Split(name="csv", pattern="*.csv")])
+
+
 def code_version(modules: tuple[str, ...] | None = None) -> str:
     """Hash of trainer_module's sources (or of `modules` in it): a code change invalidates the
     caches of the components that run it."""
@@ -168,8 +175,7 @@ def _batch_predict(uri: str, spec: DatasetSpec, trainer: Any, evaluator: Any) ->
     # Every row in one split (ExampleGen would otherwise keep a third of them as "eval").
     rows = CsvExampleGen(
         input_base=uri,
-        input_config=example_gen_pb2.Input(
-            splits=[example_gen_pb2.Input.Split(name="csv", pattern="*.csv")]),
+        input_config=csv_input_config(),
         output_config=example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
             splits=[example_gen_pb2.SplitConfig.Split(name=names.PREDICT_SPLIT,
                                                       hash_buckets=1)])),
@@ -233,8 +239,7 @@ def create_pipeline(config: PipelineConfig,
     else:
         example_gen = CsvExampleGen(
             input_base=config.data_dir,
-            input_config=example_gen_pb2.Input(
-                splits=[example_gen_pb2.Input.Split(name="csv", pattern="*.csv")]),
+            input_config=csv_input_config(),
         )
     statistics_gen = StatisticsGen(examples=example_gen.outputs[names.EXAMPLES])
     schema_gen = ImportSchemaGen(schema_file=schema_file,

@@ -8,7 +8,6 @@ the bad value and the expected form, so a typo fails in a second instead of minu
 
 import dataclasses
 import functools
-import glob
 import os
 import re
 
@@ -34,14 +33,14 @@ PREDICTIONS_DIR = "predictions"  # make predict: one folder per run
 # Local Beam steps run in-process below this much CSV, and in one worker process per core from
 # it on: a worker costs seconds to start in every Beam step, which only larger data repays.
 # `make bench` on 2 cores: with 18 MB in-process was 10% faster over the whole DAG; with
-# 172 MB two workers took CsvExampleGen from 169 to 113 s and StatisticsGen from 47 to 30 s.
+# 172 MB two workers took CsvExampleGen from 169 to 115 s and StatisticsGen from 47 to 30 s.
 MULTI_PROCESSING_MIN_BYTES = 64 * 2**20
 
 
 def local_beam_args(data_dir: str, cores: int | None = None) -> tuple[str, ...]:
     """DirectRunner's mode and workers for a local run, chosen by the size of the data."""
     cores = cores or os.cpu_count() or 1
-    size = sum(os.path.getsize(p) for p in glob.glob(os.path.join(data_dir, "*.csv")))
+    size = sum(os.path.getsize(p) for p in csv_check.csv_files(data_dir))
     if cores > 1 and size >= MULTI_PROCESSING_MIN_BYTES:
         mode = ("--direct_running_mode=multi_processing", f"--direct_num_workers={cores}")
     else:

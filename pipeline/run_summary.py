@@ -21,10 +21,13 @@ OK_STATES = ("COMPLETE", "CACHED")
 class NodeRun:
     node_id: str
     state: str
-    seconds: float
     outputs: dict[str, list[metadata_store_pb2.Artifact]]
-    started: float = 0.0  # seconds since the epoch, as MLMD recorded the execution
-    finished: float = 0.0
+    started: float  # seconds since the epoch: MLMD's execution registered / last updated
+    finished: float
+
+    @property
+    def seconds(self) -> float:
+        return max(0.0, self.finished - self.started)
 
 
 @dataclasses.dataclass
@@ -119,12 +122,8 @@ def latest_run(metadata_path: str, pipeline_name: str) -> RunSummary | None:
         for event in output_events:
             key = event.path.steps[0].key if event.path.steps else ""
             outputs.setdefault(key, []).append(artifacts[event.artifact_id])
-        seconds = max(
-            0.0,
-            (execution.last_update_time_since_epoch - execution.create_time_since_epoch) / 1000,
-        )
         nodes[node_id] = NodeRun(node_id, _STATE_NAMES.get(execution.last_known_state, "UNKNOWN"),
-                                 seconds, outputs, execution.create_time_since_epoch / 1000,
+                                 outputs, execution.create_time_since_epoch / 1000,
                                  execution.last_update_time_since_epoch / 1000)
     summary = RunSummary(run.name, nodes)
     candidate = summary.output(names.TRAINER, names.MODEL)

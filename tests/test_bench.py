@@ -243,6 +243,8 @@ def test_every_copy_of_a_trip_lands_in_its_originals_split_in_csv_example_gen(tm
     from tfx.proto import example_gen_pb2
     from tfx.types import standard_artifacts
 
+    from pipeline.dag import csv_input_config
+
     header, source = generate.source_rows()
     source_dir = _source_dir(tmp_path, header, source[:150])
     out = tmp_path / "generated"
@@ -254,8 +256,7 @@ def test_every_copy_of_a_trip_lands_in_its_originals_split_in_csv_example_gen(tm
         assert predicted[i] == predicted[i + 150] == predicted[i + 300], i
     assert rows[150:] != rows[:150] * 2  # the copies are jittered
 
-    input_config = example_gen_pb2.Input(
-        splits=[example_gen_pb2.Input.Split(name="csv", pattern="*.csv")])
+    input_config = csv_input_config()
     examples = standard_artifacts.Examples()
     examples.uri = str(tmp_path / "examples")
     executor.Executor().Do({}, {"examples": [examples]}, {
