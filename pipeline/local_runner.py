@@ -14,6 +14,7 @@ is using the same output dir (nothing ran).
 
 import argparse
 import logging as py_logging
+import os
 import re
 import sys
 
@@ -164,5 +165,20 @@ def _write_report(config: PipelineConfig) -> None:
               file=sys.stderr, flush=True)
 
 
+def exit_without_teardown(code: int) -> None:
+    """Ends the process once everything is written, skipping the interpreter's teardown.
+
+    MLMD commits each execution as it happens and the report is closed before this, but
+    finalizing the modules TensorFlow, TFX and Beam loaded adds ~2.5 s to every run.
+    """
+    py_logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    exit_code = main(sys.argv[1:])
+    if _running_under_tfx_cli():
+        sys.exit(exit_code)  # the CLI records the pipeline after this file returns
+    exit_without_teardown(exit_code)

@@ -103,6 +103,8 @@ def test_export_serves_raw_examples_in_float32(task_data, tmp_path):
     transformed = loaded.signatures["transform_features"](examples=tf.constant(with_label))
     labels = [task_data.rows.label(r) for r in rows]
     np.testing.assert_allclose(transformed[spec.label_key].numpy(), labels, rtol=1e-6)
+    # Only the label (and its weight): the Evaluator carries these per example.
+    assert set(transformed) == set(spec.label_outputs)
 
 
 def test_serving_requests_never_carry_the_label_or_its_sources(task_data):

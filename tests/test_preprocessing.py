@@ -74,6 +74,10 @@ def test_missing_numbers_are_imputed_with_the_mean_and_flagged(transformed):
     assert abs(instances[0][value]) < 1e-5
     assert instances[0][flag] == 1.0
     assert all(i[flag] == 0.0 for i in instances[1:])
+    # The present values themselves are z-scored with their own mean and spread.
+    present = np.array([i[value] for i in instances[1:]])
+    assert abs(present.mean()) < 1e-4
+    assert abs(present.std() - 1) < 1e-3
     # A required column is never flagged.
     assert all(i[transformed_name("fare_missing")] == 0.0 for i in instances)
 

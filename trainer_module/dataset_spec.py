@@ -128,6 +128,13 @@ class DatasetSpec:
         return transformed_name(self.label + "_present")
 
     @property
+    def label_outputs(self) -> tuple[str, ...]:
+        """Transform's outputs that carry the label: the label, and its weight when rows
+        without a label are dropped."""
+        weight = (self.label_weight_key,) if self.missing_labels == "drop" else ()
+        return (self.label_key, *weight)
+
+    @property
     def task_info(self) -> tasks.Task:
         return tasks.TASKS[self.task]
 

@@ -6,8 +6,10 @@ Signatures:
     names); regression 'predictions' [batch, 1] in the label's own units.
   serving_features(one [batch] input per raw feature, see trainer_module/feature_signature.py)
     → the same outputs as serving_default, for JSON callers.
-  transform_features(examples: serialized raw tf.Example, label included) → transformed features,
-    which the Evaluator uses to find the label.
+  transform_features(examples: serialized raw tf.Example, label included) → the transformed
+    label (and its weight, when rows without a label are dropped): what the Evaluator reads
+    from it. Only these outputs, so the Evaluator neither computes nor carries per example the
+    features serving_default transforms again itself.
 Whatever precision the model trained in (mixed_bfloat16 on TPU), the export is rebuilt under a
 float32 policy, so CPU consumers (Evaluator, TF Serving) never see bfloat16.
 """
@@ -87,7 +89,8 @@ def export_serving_model(
                  autograph=False)
     def transform_features(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
         raw = tf.io.parse_example(serialized, full_spec)
-        return model.tft_layer(raw)
+        transformed = model.tft_layer(raw)
+        return {k: transformed[k] for k in spec.label_outputs}
 
     model.save(
         export_dir,

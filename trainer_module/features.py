@@ -104,11 +104,17 @@ def _numeric(log: bool) -> Callable[[Any, str, dict], dict[str, Any]]:
         values = tf.cast(values, tf.float32)
         if log:
             values = tf.math.log1p(tf.maximum(values, 0.0))
-        # Gaps take the mean of the present values, so they z-score to 0; the indicator lets
-        # the model tell an imputed value from a real one.
-        mean = tft.mean(tf.boolean_mask(values, present))
-        values = tf.where(present, values, mean)
-        return {transformed_name(column): tft.scale_to_z_score(values),
+        # The present values' mean and variance, both found in one analysis pass (imputing
+        # first and z-scoring after would cost Transform a second pass over the data). Gaps
+        # take the mean, so they z-score to 0; the indicator lets the model tell an imputed
+        # value from a real one.
+        observed = tf.boolean_mask(values, present)
+        mean, var = tft.mean(observed), tft.var(observed)
+        centered = values - mean
+        # A constant column has no spread to scale by: it stays centered (0), as
+        # tft.scale_to_z_score leaves it.
+        scaled = tf.where(var > 0, centered * tf.math.rsqrt(tf.maximum(var, 1e-30)), centered)
+        return {transformed_name(column): tf.where(present, scaled, tf.zeros_like(scaled)),
                 _missing_name(column): 1.0 - tf.cast(present, tf.float32)}
 
     return transform
