@@ -315,6 +315,7 @@ def create_pipeline(config: PipelineConfig,
         examples=example_gen.outputs[names.EXAMPLES],
         model=trainer.outputs[names.MODEL],
         baseline_model=model_resolver.outputs[names.MODEL],
+        schema=schema_gen.outputs[names.SCHEMA],
         eval_config=eval_config(spec),
     )
     pusher = _pusher(config, kubeflow, trainer.outputs[names.MODEL],
