@@ -65,7 +65,8 @@ def analyze(rows: list[dict[str, str]], workdir: str, dataset: DatasetRows = TAX
 
 def transform(rows: list[dict[str, str]], transform_dir: str,
               dataset: DatasetRows = TAXI) -> dict:
-    """Transformed features of `rows`, in order, through the saved Transform graph."""
+    """Transformed features of `rows`, in order, through the saved Transform graph, as
+    Transform materializes them (the model's inputs packed, see features.PACKED_NAMES)."""
     import tensorflow as tf
     import tensorflow_transform as tft
 
@@ -74,8 +75,18 @@ def transform(rows: list[dict[str, str]], transform_dir: str,
     return {k: v.numpy() for k, v in output.transform_features_layer()(raw).items()}
 
 
+def unpacked(columns: dict, dataset: DatasetRows = TAXI) -> dict:
+    """`transform`'s columns with the packed vectors split into the model's inputs (by name),
+    through the model's own `model_inputs`; the label columns as they are."""
+    from trainer_module.model import model_inputs
+
+    inputs = {k: v.numpy() for k, v in model_inputs(columns, dataset.spec).items()}
+    return {**inputs, **{k: columns[k] for k in dataset.spec.label_outputs}}
+
+
 def write_transformed(columns: dict, path: str) -> None:
     """Writes transformed columns as GZIP tf.Examples, the format Transform materializes."""
+    import numpy as np
     import tensorflow as tf
 
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -86,9 +97,9 @@ def write_transformed(columns: dict, path: str) -> None:
             for name, values in columns.items():
                 feature = example.features.feature[name]
                 if values.dtype.kind == "f":
-                    feature.float_list.value.append(float(values[i]))
+                    feature.float_list.value.extend(np.ravel(values[i]).tolist())
                 else:
-                    feature.int64_list.value.append(int(values[i]))
+                    feature.int64_list.value.extend(np.ravel(values[i]).tolist())
             writer.write(example.SerializeToString())
 
 

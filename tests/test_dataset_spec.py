@@ -12,7 +12,7 @@ import pytest
 from dataset_rows import PENGUINS, TAXI
 from pipeline import datasets
 from pipeline.pipeline_config import ConfigError, PipelineConfig
-from trainer_module.dataset_spec import DatasetSpec, Threshold, from_dict
+from trainer_module.dataset_spec import DatasetSpec, SpecError, Threshold, from_dict
 
 PENGUIN_SPEC = open(PENGUINS.spec_path, encoding="utf-8").read()
 TAXI_SPEC = open(TAXI.spec_path, encoding="utf-8").read()
@@ -159,3 +159,12 @@ def test_label_of_a_raw_row_outside_tensorflow():
     assert taxi.label_of({"tips": "", "fare": "10"}) is None
     assert penguins.label_of({"species": "Gentoo"}) == 2.0
     assert penguins.label_of({"species": None}) is None
+
+
+def test_a_label_named_like_the_packed_model_inputs():
+    values = PENGUINS.spec.to_dict()
+    values["label"]["column"] = "model_values"
+    with pytest.raises(SpecError) as raised:
+        from_dict(values, "spec.toml", "mine")
+    assert "label.column = 'model_values'" in str(raised.value)
+    assert "'model_values_xf', the name of Transform's packed model inputs" in str(raised.value)

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from conftest import analyze, transform
+from conftest import analyze, transform, unpacked
 from dataset_rows import PENGUINS, TAXI
-from trainer_module.features import CATEGORY, transformed_name
+from trainer_module.features import CATEGORY, FLOAT, PACKED_NAMES, transformed_name
 
 TAXI_OPTIONAL = ("trip_seconds", "pickup_latitude", "pickup_longitude", "dropoff_latitude",
                  "dropoff_longitude", "pickup_community_area", "dropoff_community_area",
@@ -28,7 +28,7 @@ def _rows() -> list[dict[str, str]]:
 def transformed(tmp_path_factory):
     rows = _rows()
     transform_dir = analyze(rows, str(tmp_path_factory.mktemp("few")))
-    columns = transform(rows, transform_dir)
+    columns = unpacked(transform(rows, transform_dir))
     instances = [{k: v[i] for k, v in columns.items()} for i in range(len(rows))]
     assert len(instances) == len(rows)
     return instances, transform_dir
@@ -38,21 +38,23 @@ def _features(role: str):
     return [f for f in TAXI.spec.features if f.role == role]
 
 
-def test_every_output_is_a_dense_numeric_scalar(transformed):
+def test_inputs_are_packed_by_kind_into_dense_vectors(transformed):
     import tensorflow_transform as tft
 
     instances, transform_dir = transformed
     spec = tft.TFTransformOutput(transform_dir).transformed_feature_spec()
-    expected = {o.name for o in TAXI.spec.model_outputs()}
-    assert set(spec) == expected | {TAXI.spec.label_key}
-    for name, feature_spec in spec.items():
-        assert type(feature_spec).__name__ == "FixedLenFeature", name
-        assert list(feature_spec.shape) == [], name
-        assert feature_spec.dtype.name in ("float32", "int64"), name
+    outputs = TAXI.spec.model_outputs()
+    floats = sum(o.kind == FLOAT for o in outputs)
+    # One float vector and one id vector hold every model input; the label is a scalar.
+    assert {name: (list(s.shape), s.dtype.name) for name, s in spec.items()} == {
+        PACKED_NAMES[FLOAT]: ([floats], "float32"),
+        PACKED_NAMES[CATEGORY]: ([len(outputs) - floats], "int64"),
+        TAXI.spec.label_key: ([], "int64")}
+    assert all(type(s).__name__ == "FixedLenFeature" for s in spec.values())
     for instance in instances:
-        assert set(instance) == set(spec)
-        for name in spec:
-            assert np.ndim(instance[name]) == 0 and np.isfinite(instance[name]), name
+        assert set(instance) == {o.name for o in outputs} | {TAXI.spec.label_key}
+        for name, value in instance.items():
+            assert np.ndim(value) == 0 and np.isfinite(value), name
 
 
 def test_missing_categories_get_an_id_of_their_own(transformed):
@@ -101,7 +103,7 @@ def test_strings_unseen_in_analysis_get_an_oov_bucket(transformed):
     output = tft.TFTransformOutput(transform_dir)
     row = dict(TAXI.read_rows(1)[0], company="Brand New Cab Co", payment_type="Bitcoin")
     raw = tf.io.parse_example(TAXI.serialized([row]), output.raw_feature_spec())
-    result = output.transform_features_layer()(raw)
+    result = unpacked(output.transform_features_layer()(raw))
     for feature in _features("vocabulary"):
         vocab_size = output.vocabulary_size_by_name(feature.column)
         index = int(result[transformed_name(feature.column)][0])

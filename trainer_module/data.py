@@ -1,7 +1,8 @@
 """Input pipeline over Transform's materialized examples (GZIP TFRecords).
 
-Order: read and batch per file → rebatch(drop_remainder) → parse_example (vectorized) → cache
-→ shuffle → repeat → mix examples across batches → prefetch. Parsing whole batches is several
+Order: read and batch per file → rebatch(drop_remainder) → parse_example (vectorized) and
+unpack the model's inputs from Transform's packed vectors → cache → shuffle → repeat → mix
+examples across batches → prefetch. Parsing whole batches is several
 times faster than tfx-bsl's per-example reader (`make bench` measures both); every tensor has a
 fully static shape, so a TPU compiles the step once.
 """

@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any
 
 from trainer_module import tasks
-from trainer_module.features import KINDS, NUMERIC_TYPES, transformed_name
+from trainer_module.features import KINDS, NUMERIC_TYPES, PACKED_NAMES, Output, transformed_name
 
 # The key under which the pipeline passes the spec in Transform's and the Trainer's custom_config.
 CUSTOM_CONFIG_KEY = "dataset_spec"
@@ -165,9 +165,16 @@ class DatasetSpec:
             return float(self.classes.index(text))
         return float(int(float(value)))
 
-    def model_outputs(self):
+    def model_outputs(self) -> tuple[Output, ...]:
         """Every transformed feature the model reads, in spec order."""
         return tuple(out for f in self.features for out in f.outputs())
+
+    def packed_inputs(self) -> dict[str, tuple[Output, ...]]:
+        """Transform's packed outputs: {name: the model inputs its vector holds, in order}.
+        A kind without inputs has no vector."""
+        packed = {name: tuple(o for o in self.model_outputs() if o.kind == kind)
+                  for kind, name in PACKED_NAMES.items()}
+        return {name: outputs for name, outputs in packed.items() if outputs}
 
     def columns(self) -> tuple[str, ...]:
         """Every raw column the spec names (features, label or its sources)."""
@@ -333,6 +340,11 @@ def from_dict(values: Any, source: str, name: str, evaluation: bool = True) -> D
                      f"write the transformed feature {duplicate!r})")
     if not names:
         raise r.fail("features", {}, "at least one column with a role other than 'ignore'")
+    taken = set(spec.label_outputs) & set(PACKED_NAMES.values())
+    if taken:
+        raise r.fail("label.column", column, f"a column whose transformed label is not "
+                     f"{taken.pop()!r}, the name of Transform's packed model inputs: rename "
+                     "the column in the CSV and the schema")
     return spec
 
 

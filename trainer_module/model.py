@@ -2,7 +2,8 @@
 features as they are, an MLP on top, and the task's head.
 
 Built with Keras 2 (`tf_keras`), which TFX 1.16 exports as a TF SavedModel. Inputs are the
-transformed features as int32 ids and float32 values of shape [batch]; the model's contract
+transformed features as int32 ids and float32 values of shape [batch], unpacked from
+Transform's packed vectors; the model's contract
 with the input pipeline and the serving signature is `model_inputs`.
 """
 
@@ -19,13 +20,17 @@ NO_SCALE = (0.0, 1.0)
 
 
 def model_inputs(transformed: dict[str, tf.Tensor], spec: DatasetSpec) -> dict[str, tf.Tensor]:
-    """Selects the model's inputs from transformed features, with TPU-friendly dtypes.
+    """The model's inputs, one [batch] tensor each, unpacked from Transform's packed vectors,
+    with TPU-friendly dtypes.
 
     Category ids go to int32 (XLA on TPU has no native int64), values to float32.
     """
-    return {out.name: tf.cast(transformed[out.name],
-                              tf.int32 if out.kind == CATEGORY else tf.float32)
-            for out in spec.model_outputs()}
+    inputs = {}
+    for name, packed in spec.packed_inputs().items():
+        for out, column in zip(packed, tf.unstack(transformed[name], len(packed), axis=1),
+                               strict=True):
+            inputs[out.name] = tf.cast(column, tf.int32 if out.kind == CATEGORY else tf.float32)
+    return {out.name: inputs[out.name] for out in spec.model_outputs()}
 
 
 def category_sizes(spec: DatasetSpec, tf_transform_output: tft.TFTransformOutput) -> dict[str, int]:

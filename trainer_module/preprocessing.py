@@ -2,7 +2,7 @@
 
 Every feature goes through its kind's transform (trainer_module/features.py) and the label
 through its task's rule, on the host, materialized by Transform: the train step (and a TPU's
-XLA program) only ever sees dense float32/int64 tensors of shape [batch]. The same graph is
+XLA program) only ever sees dense float32/int64 tensors of static shape. The same graph is
 attached to the exported model for serving, where the label's sources are absent.
 """
 
@@ -12,8 +12,9 @@ import tensorflow as tf
 
 from trainer_module import tasks
 from trainer_module.dataset_spec import DatasetSpec
-from trainer_module.features import to_dense
+from trainer_module.features import CATEGORY, FLOAT, to_dense
 
+_PACKED_DTYPES = {FLOAT: tf.float32, CATEGORY: tf.int64}
 _COMPARE = {">": tf.greater, ">=": tf.greater_equal, "<": tf.less, "<=": tf.less_equal}
 
 
@@ -49,13 +50,18 @@ def label(inputs: dict[str, Any], spec: DatasetSpec) -> tuple[tf.Tensor, tf.Tens
 
 
 def preprocessing_fn(inputs: dict[str, Any], custom_config: dict[str, Any]) -> dict[str, Any]:
-    """TFX Transform entry point; every output has shape [batch]."""
+    """TFX Transform entry point: the model's inputs packed by kind ([batch, n] each, see
+    `features.PACKED_NAMES`), the label (and its weight) of shape [batch]."""
     spec = DatasetSpec.from_custom_config(custom_config)
-    outputs: dict[str, Any] = {}
+    transformed: dict[str, Any] = {}
     for feature in spec.features:
         if feature.kind.transform is not None:
-            outputs.update(feature.kind.transform(inputs[feature.column], feature.column,
-                                                  feature.params))
+            transformed.update(feature.kind.transform(inputs[feature.column], feature.column,
+                                                      feature.params))
+    outputs: dict[str, Any] = {
+        name: tf.stack([tf.cast(transformed[o.name], _PACKED_DTYPES[o.kind]) for o in packed],
+                       axis=1)
+        for name, packed in spec.packed_inputs().items()}
     # The label's sources are absent at serving time; the serving graph prunes these outputs.
     value, present = label(inputs, spec)
     if spec.missing_labels == "drop":
