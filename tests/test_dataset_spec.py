@@ -168,3 +168,12 @@ def test_a_label_named_like_the_packed_model_inputs():
         from_dict(values, "spec.toml", "mine")
     assert "label.column = 'model_values'" in str(raised.value)
     assert "'model_values_xf', the name of Transform's packed model inputs" in str(raised.value)
+
+
+def test_packed_layout_does_not_depend_on_the_order_of_the_features_table():
+    values = TAXI.spec.to_dict()
+    values["features"] = dict(reversed(list(values["features"].items())))
+    reordered = from_dict(values, "spec.toml", TAXI.spec.name)
+    assert [o.name for o in reordered.model_outputs()] != [
+        o.name for o in TAXI.spec.model_outputs()]
+    assert reordered.packed_inputs() == TAXI.spec.packed_inputs()

@@ -171,8 +171,13 @@ class DatasetSpec:
 
     def packed_inputs(self) -> dict[str, tuple[Output, ...]]:
         """Transform's packed outputs: {name: the model inputs its vector holds, in order}.
-        A kind without inputs has no vector."""
-        packed = {name: tuple(o for o in self.model_outputs() if o.kind == kind)
+        A kind without inputs has no vector.
+
+        The order is by name, not the spec's: custom_config reaches Transform and the Trainer
+        through JSON, which may reorder the features table, and a vector's layout must not
+        depend on that."""
+        packed = {name: tuple(sorted((o for o in self.model_outputs() if o.kind == kind),
+                                     key=lambda o: o.name))
                   for kind, name in PACKED_NAMES.items()}
         return {name: outputs for name, outputs in packed.items() if outputs}
 

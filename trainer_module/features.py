@@ -30,9 +30,9 @@ def transformed_name(key: str) -> str:
 
 
 # Transform writes the model's inputs packed: per example, one vector of all FLOAT outputs and
-# one of all CATEGORY ids, in spec order. Parsing a tf.Example costs per feature it holds, so
-# two vectors parse as fast as the GZIP files decompress, where one feature per input made
-# parsing the cold input epoch's bottleneck (`make bench`, input throughput).
+# one of all CATEGORY ids, ordered by name (DatasetSpec.packed_inputs). Parsing a tf.Example
+# costs per feature it holds, so two vectors parse as fast as the GZIP files decompress, where
+# one feature per input made parsing the cold input epoch's bottleneck (`make bench`).
 PACKED_NAMES = {FLOAT: transformed_name("model_values"), CATEGORY: transformed_name("model_ids")}
 
 
