@@ -3,8 +3,8 @@ features as they are, an MLP on top, and the task's head.
 
 Built with Keras 2 (`tf_keras`), which TFX 1.16 exports as a TF SavedModel. Inputs are the
 transformed features as int32 ids and float32 values of shape [batch], unpacked from
-Transform's packed vectors; the model's contract
-with the input pipeline and the serving signature is `model_inputs`.
+Transform's packed vectors; the model's contract with the input pipeline and the serving
+signature is `model_inputs`.
 """
 
 import tensorflow as tf
