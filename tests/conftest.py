@@ -96,10 +96,8 @@ def write_transformed(columns: dict, path: str) -> None:
             example = tf.train.Example()
             for name, values in columns.items():
                 feature = example.features.feature[name]
-                if values.dtype.kind == "f":
-                    feature.float_list.value.extend(np.ravel(values[i]).tolist())
-                else:
-                    feature.int64_list.value.extend(np.ravel(values[i]).tolist())
+                kind = feature.float_list if values.dtype.kind == "f" else feature.int64_list
+                kind.value.extend(np.ravel(values[i]).tolist())
             writer.write(example.SerializeToString())
 
 

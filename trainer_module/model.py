@@ -27,9 +27,9 @@ def model_inputs(transformed: dict[str, tf.Tensor], spec: DatasetSpec) -> dict[s
     """
     inputs = {}
     for name, packed in spec.packed_inputs().items():
-        for out, column in zip(packed, tf.unstack(transformed[name], len(packed), axis=1),
-                               strict=True):
-            inputs[out.name] = tf.cast(column, tf.int32 if out.kind == CATEGORY else tf.float32)
+        vector = tf.cast(transformed[name], tf.int32 if packed[0].kind == CATEGORY else tf.float32)
+        inputs.update(zip((out.name for out in packed), tf.unstack(vector, len(packed), axis=1),
+                          strict=True))
     return {out.name: inputs[out.name] for out in spec.model_outputs()}
 
 
