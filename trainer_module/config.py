@@ -94,7 +94,9 @@ class TrainingConfig:
       steps do not throw the fresh weights off.
     checkpoint_epochs: train_steps is split into at most this many Keras epochs, each ending in
       a validation pass and a preemption checkpoint. They are not passes over the data: one
-      pass is (examples / global batch) steps.
+      pass is (examples / global batch) steps. Each epoch end costs a validation pass and a
+      checkpoint write (~0.2 s on the shipped data, where an epoch of 200 steps trains in
+      ~1 s), so more of them buy finer curves and less work lost to a preemption with time.
     warm_start: start from the weights of the latest blessed model (continuous training on new
       data) when its layer shapes match; a mismatch (a vocabulary grew) fails with the layers
       that differ.
@@ -105,7 +107,7 @@ class TrainingConfig:
     reference_batch_size: int = 256
     lr_scaling: str = "linear"
     warmup_fraction: float = 0.1
-    checkpoint_epochs: int = 10
+    checkpoint_epochs: int = 5
     warm_start: bool = False
     seed: int = 42
 

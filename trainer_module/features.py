@@ -92,11 +92,14 @@ def to_dense(x: Any, default: Any) -> tuple[Any, Any]:
     import tensorflow as tf
 
     if isinstance(x, tf.SparseTensor):
-        batch = tf.shape(x, out_type=tf.int64)[0]
-        x = tf.sparse.reset_shape(x, [batch, 1])
+        # The shape is set, not reset: tf.sparse.reset_shape adds a dozen checking ops per
+        # feature to the graph. A row with a second value still fails, in to_dense's own
+        # index check.
+        shape = tf.stack([tf.shape(x, out_type=tf.int64)[0], tf.constant(1, tf.int64)])
         present = tf.sparse.to_dense(
-            tf.SparseTensor(x.indices, tf.ones_like(x.values, tf.bool), x.dense_shape), False)
-        values = tf.sparse.to_dense(x, default_value=tf.cast(default, x.dtype))
+            tf.SparseTensor(x.indices, tf.ones_like(x.values, tf.bool), shape), False)
+        values = tf.sparse.to_dense(tf.SparseTensor(x.indices, x.values, shape),
+                                    default_value=tf.cast(default, x.dtype))
         return tf.squeeze(values, axis=1), tf.squeeze(present, axis=1)
     values = tf.reshape(x, [-1])
     return values, tf.ones_like(values, tf.bool)

@@ -72,7 +72,8 @@ def compare(trained: tf_keras.Model, export_dir: str, examples: list[bytes], spe
             examples=serialized)[key].numpy()
         raw = tf.io.parse_example(serialized, serving_raw_feature_spec(tf_transform_output, spec))
         inputs = model_inputs(tf_transform_output.transform_features_layer()(raw), spec)
-    expected = np.asarray(trained.predict(inputs, batch_size=len(examples), verbose=0),
+    # One eager call: `predict` would trace a predict function for this single batch.
+    expected = np.asarray(trained(inputs, training=False),
                           dtype=np.float64).reshape(served.shape)
     difference = np.abs(served.astype(np.float64) - expected)
     worst = int(np.argmax(difference.max(axis=tuple(range(1, difference.ndim)))))
