@@ -84,6 +84,21 @@ def test_missing_numbers_are_imputed_with_the_mean_and_flagged(transformed):
     assert all(i[transformed_name("fare_missing")] == 0.0 for i in instances)
 
 
+def test_a_second_value_in_an_optional_column_fails_the_transform(transformed):
+    """Optional columns hold at most one value (the schema's value_count); a request that
+    sends two is refused by the transform graph, not silently cut to one."""
+    import tensorflow as tf
+    import tensorflow_transform as tft
+
+    _, transform_dir = transformed
+    example = TAXI.to_example(_rows()[5], False)
+    example.features.feature["trip_seconds"].int64_list.value[:] = [60, 120]
+    output = tft.TFTransformOutput(transform_dir)
+    raw = tf.io.parse_example([example.SerializeToString()], output.raw_feature_spec())
+    with pytest.raises(tf.errors.InvalidArgumentError, match="out of bounds"):
+        output.transform_features_layer()(raw)
+
+
 def test_category_ids_stay_in_range(transformed):
     instances, _ = transformed
     outputs = [(f, o) for f in TAXI.spec.features for o in f.outputs() if o.kind == CATEGORY]
