@@ -140,13 +140,13 @@ def make_dataset(
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
-# Records counted per reduce step in count_batches.
+# Records counted per reduce step in count_batches: a step per record would cost more than
+# reading the record.
 COUNT_BLOCK = 4096
 
 
 def count_batches(file_patterns: str | list[str], global_batch_size: int) -> int:
     """Full global batches in the files (one raw pass, no parsing): the steps of one epoch."""
-    # A reduce step per record would cost more than reading the record.
     ds = tf.data.TFRecordDataset(list_files(file_patterns), compression_type="GZIP")
     records = int(ds.batch(COUNT_BLOCK).reduce(
         tf.constant(0, tf.int64), lambda n, block: n + tf.size(block, out_type=tf.int64)))
