@@ -116,8 +116,9 @@ def _run_dag(config: PipelineConfig) -> None:
     from absl import logging
     from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
-    from pipeline import dag
+    from pipeline import beam_signatures, dag
 
+    beam_signatures.install()
     logging.set_verbosity(logging.INFO)
     progress = ComponentProgress()
     py_logging.getLogger("absl").addHandler(progress)
