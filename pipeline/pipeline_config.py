@@ -50,7 +50,11 @@ def local_beam_args(data_dir: str, cores: int | None = None) -> tuple[str, ...]:
     # component per run, and the copies are never deleted (tfx/utils/dependency_utils.py).
     # DirectRunner's workers run this venv and stage nothing; naming the lock the pipeline runs
     # with tells TFX the dependencies are given.
-    return (*mode, f"--requirements_file={LOCK_FILE}")
+    # Beam pickles every DoFn when a transform is applied and again when the pipeline is
+    # translated; cloudpickle does it faster than dill (Beam's default): over 4 alternating
+    # pairs of shipped-data runs, the four Beam components took 1.5–6.0 s less in all (median
+    # 23.3 s against 26.9 s). Beam's workers read the choice from the pipeline options.
+    return (*mode, "--pickle_library=cloudpickle", f"--requirements_file={LOCK_FILE}")
 
 
 __all__ = ["REPO_ROOT", "ConfigError", "PipelineConfig", "is_remote"]  # what runners import

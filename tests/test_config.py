@@ -29,6 +29,26 @@ def test_local_beam_args_spare_tfx_its_per_component_package_build():
     assert len(requirements) == 1 and os.path.isfile(requirements[0])
 
 
+def test_local_beam_args_pickle_with_cloudpickle_and_run_a_pipeline():
+    """Beam reads the pickler from the options (its workers too); a closure over local state
+    round-trips through it in a real in-process pipeline."""
+    import apache_beam as beam
+    from apache_beam.internal import pickler
+    from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
+    from apache_beam.testing.util import assert_that, equal_to
+
+    args = [a for a in PipelineConfig().beam_pipeline_args if "requirements" not in a]
+    assert PipelineOptions(args).view_as(SetupOptions).pickle_library == "cloudpickle"
+    offset = 10
+    try:
+        with beam.Pipeline(argv=args) as pipeline:
+            assert pickler.desired_pickle_lib.__name__.endswith("cloudpickle_pickler")
+            out = pipeline | beam.Create([1, 2]) | beam.Map(lambda x: x + offset)
+            assert_that(out, equal_to([11, 12]))
+    finally:
+        pickler.set_library(pickler.DEFAULT_PICKLE_LIB)  # other tests' pipelines: Beam's own
+
+
 def test_pipeline_name_and_data_dir_derive_from_the_dataset():
     config = PipelineConfig(dataset="penguins")
     assert config.pipeline_name == "penguins-tpu"
