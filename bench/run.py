@@ -123,7 +123,7 @@ def run_anchor(ours: dag.DagRun, template: dag.DagRun, pairs: list[dict]) -> dic
             "project_accuracy": ours.eval_accuracy, "whole_process": pairs}
 
 
-def whole_process_pairs(ours: dag.DagRun, template: dag.DagRun, pairs: int) -> list[dict]:
+def whole_process_pairs(ours: dag.DagRun, pairs: int) -> list[dict]:
     """Both DAGs on the shipped data, as whole processes from fresh output dirs, `pairs` times
     back to back, alternating which goes first: each pair's wall times, component totals and
     seconds per component. (The scale and anchor runs are not reused: they run far apart in
@@ -348,7 +348,7 @@ def main(argv: list[str]) -> int:
     result["scale"] = [_scale_record(t, r, templates.get(t)) for t, _, r in runs]
     if not args.no_anchor:
         ours_1x = next(r for t, _, r in runs if t == 1)
-        pairs = whole_process_pairs(ours_1x, templates[1], args.wall_pairs)
+        pairs = whole_process_pairs(ours_1x, args.wall_pairs)
         result["anchor"] = run_anchor(ours_1x, templates[1], pairs)
         result["edit_rerun"] = edit_and_rerun(args.train_steps)
     from bench import quality
