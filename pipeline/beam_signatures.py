@@ -11,6 +11,7 @@ Only the local runner's process installs this (`install`); Beam workers in other
 (DirectRunner's multi_processing mode, Dataflow) run Beam unchanged.
 """
 
+import importlib
 import inspect
 import threading
 import types
@@ -22,7 +23,7 @@ from typing import Any
 _BEAM_MODULES = ("apache_beam.typehints.decorators", "apache_beam.transforms.core",
                  "apache_beam.transforms.ptransform", "apache_beam.transforms.util")
 
-_lock = threading.Lock()
+_install_lock = threading.Lock()
 _installed: Callable[[Any], inspect.Signature] | None = None
 
 
@@ -32,7 +33,8 @@ def memoized(get_signature: Callable[[Any], inspect.Signature]
 
     A bound method is keyed by its function (the object it is bound to does not change its
     signature, and a new bound method object is made at every attribute access). Callables
-    that cannot be weakly referenced or hashed (builtins, some callable objects) are computed
+    that cannot be weakly referenced or hashed (method descriptors such as str.strip, some
+    callable objects) are computed
     every time, as before.
     """
     cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -47,11 +49,7 @@ def memoized(get_signature: Callable[[Any], inspect.Signature]
         if per_key is not None and bound in per_key:
             return per_key[bound]
         signature = get_signature(func)
-        with _lock:
-            try:
-                cache.setdefault(key, {})[bound] = signature
-            except TypeError:
-                pass
+        cache.setdefault(key, {})[bound] = signature  # `key` is weakly referable: get took it
         return signature
 
     cached.__wrapped__ = get_signature  # type: ignore[attr-defined]
@@ -61,10 +59,8 @@ def memoized(get_signature: Callable[[Any], inspect.Signature]
 def install() -> None:
     """Replaces Beam's get_signature with the memoized one in this process (once)."""
     global _installed
-    import importlib
-
     decorators = importlib.import_module(_BEAM_MODULES[0])
-    with _lock:
+    with _install_lock:
         if _installed is not None:
             return
         _installed = memoized(decorators.get_signature)

@@ -60,7 +60,7 @@ def _records(path: tf.Tensor, shard: tf.distribute.InputContext | None) -> tf.da
 # The input functions have no Python control flow on tensors (their loops run over the spec),
 # so AutoGraph has nothing to rewrite in them; converting them and every function they call
 # costs ~0.5 s per Trainer. A mistake would fail at trace time, never silently.
-plain_graph = tf.autograph.experimental.do_not_convert
+_plain_graph = tf.autograph.experimental.do_not_convert
 
 
 def _split_label(parsed: dict[str, tf.Tensor], spec: DatasetSpec) -> tuple:
@@ -122,14 +122,14 @@ def make_dataset(
     # tops out near 45k records/s): each file is read and batched where it is decompressed,
     # and rebatch makes every batch full again across file ends.
     ds = ds.interleave(
-        plain_graph(
+        _plain_graph(
             lambda f: _records(f, input_context if shard_records else None).batch(batch_size)),
         cycle_length=min(len(files), 8),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
     ds = ds.rebatch(batch_size, drop_remainder=True)
     ds = ds.map(
-        plain_graph(
+        _plain_graph(
             lambda records: _split_label(tf.io.parse_example(records, feature_spec), spec)),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
@@ -140,7 +140,7 @@ def make_dataset(
     ds = ds.repeat()
     if training:
         ds = ds.batch(MIX_WINDOW_BATCHES, drop_remainder=True)
-        ds = ds.map(plain_graph(_mix_examples), num_parallel_calls=tf.data.AUTOTUNE)
+        ds = ds.map(_plain_graph(_mix_examples), num_parallel_calls=tf.data.AUTOTUNE)
         ds = ds.unbatch()
     options = tf.data.Options()
     options.experimental_deterministic = not training

@@ -177,8 +177,8 @@ class TrainingPlan:
                     steps_per_execution=self.steps_per_execution, jit_compile=self.jit_compile,
                     label_scale=label_scale)
                 # Adam's slots exist before the first step: a train function that creates
-                # variables is traced twice (once to create them, once to run), which cost
-                # ~1 s per Trainer on the taxi model.
+                # variables is traced twice (once to create them, once to run); a replayed
+                # taxi Trainer trained in 8.1 s with this, 10.3 s without.
                 keras_model.optimizer.build(keras_model.trainable_variables)
         finally:
             # Layers keep the policy they were built with; what is built later (the float32
