@@ -34,8 +34,7 @@ def memoized(get_signature: Callable[[Any], inspect.Signature]
     A bound method is keyed by its function (the object it is bound to does not change its
     signature, and a new bound method object is made at every attribute access). Callables
     that cannot be weakly referenced or hashed (method descriptors such as str.strip, some
-    callable objects) are computed
-    every time, as before.
+    callable objects) are computed every time, as before.
     """
     cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
