@@ -47,6 +47,34 @@ def test_eval_pass_has_whole_batches_in_file_order(transformed_data, spec):
     assert all((a == b).all() for a, b in zip(first_pass, second_pass, strict=True))
 
 
+def test_blocks_cut_into_whole_batches_across_uneven_files(transformed_data, spec, tmp_path,
+                                                         monkeypatch):
+    """Parse blocks that are no multiple of the batch, from files of uneven sizes: one pass
+    serves every record at most once, in whole batches, dropping less than one batch."""
+    records = list(tf.data.TFRecordDataset(transformed_data.eval_files, compression_type="GZIP")
+                   .as_numpy_iterator())
+    sizes = [150, 70, len(records) - 220]
+    files, start = [], 0
+    for i, size in enumerate(sizes):
+        files.append(str(tmp_path / f"part-{i}.gz"))
+        with tf.io.TFRecordWriter(files[-1], options="GZIP") as writer:
+            for record in records[start:start + size]:
+                writer.write(record)
+        start += size
+    monkeypatch.setattr(data, "PARSE_BLOCK_RECORDS", 100)
+    name = transformed_name("trip_start_timestamp")
+    ds = data.make_dataset(files, spec, 64, spec=transformed_data.spec, training=False)
+    batches = data.count_batches(files, 64)
+    served = np.concatenate([x[name].numpy() for x, _ in ds.take(batches)])
+    everything = np.concatenate([x[name].numpy() for x, _ in data.make_dataset(
+        files, spec, len(records), spec=transformed_data.spec, training=False).take(1)])
+    assert len(served) == batches * 64 and len(records) - len(served) < 64
+    values, counts = np.unique(everything, return_counts=True)
+    served_values, served_counts = np.unique(served, return_counts=True)
+    available = dict(zip(values, counts, strict=True))
+    assert all(available.get(v, 0) >= c for v, c in zip(served_values, served_counts, strict=True))
+
+
 def test_training_reshuffles_examples_across_batches(transformed_data, spec):
     name = transformed_name("trip_start_timestamp")
     ordered = data.make_dataset(transformed_data.train_files, spec, 50, spec=transformed_data.spec,
