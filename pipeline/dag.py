@@ -15,7 +15,7 @@ from tfx.orchestration.metadata import sqlite_metadata_connection_config
 from tfx.orchestration.pipeline import Pipeline
 from tfx.proto import example_gen_pb2, pusher_pb2, trainer_pb2
 
-from pipeline import names
+from pipeline import eval_metrics, names
 from pipeline.anomaly_gate import AnomalyGate
 from pipeline.baseline_resolver import baseline_resolver, latest_blessed_model
 from pipeline.pipeline_config import REPO_ROOT, ConfigError, PipelineConfig, is_remote
@@ -90,7 +90,8 @@ def eval_config(spec: DatasetSpec) -> tfma.EvalConfig:
             config.per_slice_thresholds.append(tfma.PerSliceMetricThreshold(
                 slicing_specs=[tfma.SlicingSpec()], threshold=_threshold(spec, thresholds[key])))
         metrics.append(config)
-    metrics += [tfma.MetricConfig(class_name=name) for name in task.extra_tfma]
+    metrics += [tfma.MetricConfig(class_name=name, module=eval_metrics.module_of(name))
+                for name in task.extra_tfma]
     return tfma.EvalConfig(
         model_specs=[
             tfma.ModelSpec(

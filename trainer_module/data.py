@@ -2,9 +2,9 @@
 
 Order: read blocks of records per file → parse_example (vectorized) and unpack the model's
 inputs from Transform's packed vectors, a block at a time → rebatch(drop_remainder) → cache →
-shuffle → repeat → mix examples across batches → prefetch. Parsing whole batches is several times faster than
-tfx-bsl's per-example reader (`make bench` measures both); every tensor has a fully static
-shape, so a TPU compiles the step once.
+shuffle → repeat → mix examples across batches → prefetch. Parsing whole blocks is several
+times faster than tfx-bsl's per-example reader (`make bench` measures both); every tensor has a
+fully static shape, so a TPU compiles the step once.
 """
 
 import numpy as np

@@ -36,7 +36,8 @@ class Task:
     """One kind of label.
 
     metrics: the spec's threshold keys → Evaluator metric; headline: the metric summaries and
-    the report lead with; extra_tfma: metrics computed and reported, never thresholds;
+    the report lead with; extra_tfma: metrics computed and reported, never thresholds (TFMA
+    class names, or those of pipeline/eval_metrics.py);
     prediction_key: the serving output TFMA scores; outputs: serving output names.
     """
 
@@ -124,7 +125,7 @@ TASKS: dict[str, Task] = {
         BINARY,
         metrics={"accuracy": EvalMetric("BinaryAccuracy", "binary_accuracy", True),
                  "auc": EvalMetric("AUC", "auc", True)},
-        headline="accuracy", extra_tfma=("Calibration",), prediction_key="probabilities",
+        headline="accuracy", extra_tfma=("HistogramCalibration",), prediction_key="probabilities",
         outputs=("probabilities",)),
     MULTICLASS: Task(
         MULTICLASS,
