@@ -83,7 +83,8 @@ def eval_config(spec: DatasetSpec) -> tfma.EvalConfig:
     thresholds = {t.metric: t for t in spec.thresholds}
     metrics = [tfma.MetricConfig(class_name="ExampleCount")]
     for key, metric in task.metrics.items():
-        config = tfma.MetricConfig(class_name=metric.tfma_class)
+        config = tfma.MetricConfig(class_name=metric.tfma_class,
+                                   module=eval_metrics.module_of(metric.tfma_class))
         if key in thresholds:
             # Gate on the overall slice only: small slices (a rare payment type) are
             # reported, not allowed to veto the model.

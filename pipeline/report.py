@@ -15,7 +15,6 @@ import datetime
 import glob
 import html
 import os
-import re
 import sys
 
 from pipeline import eval_results, names, run_summary
@@ -108,11 +107,6 @@ def training_curves(logs_dir: str) -> dict[str, dict[str, list[tuple[int, float]
     return curves
 
 
-def _metric_name(class_name: str) -> str:
-    """TFMA's metric name for a MetricConfig class name: BinaryAccuracy → binary_accuracy."""
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", class_name).lower()
-
-
 def _spec_label(spec) -> str:
     return eval_results.slice_label(
         [(key, "*") for key in spec.feature_keys] + list(spec.feature_values.items()))
@@ -122,6 +116,8 @@ def evaluation(uri: str) -> Evaluation:
     """Metrics per slice, and every configured threshold with TFMA's verdict on it."""
     from tensorflow_model_analysis.writers import eval_config_writer
 
+    from pipeline import eval_metrics
+
     eval_config = eval_config_writer.load_eval_run(uri)[0]
     slices = eval_results.slice_metrics(uri)
     failures = eval_results.threshold_failures(uri)
@@ -129,7 +125,7 @@ def evaluation(uri: str) -> Evaluation:
     thresholds = []
     for metrics_spec in eval_config.metrics_specs:
         for metric in metrics_spec.metrics:
-            name = _metric_name(metric.class_name)
+            name = eval_metrics.metric_name(metric.class_name)
             rules = [(metric.threshold, ["overall"])] if metric.HasField("threshold") else []
             rules += [(t.threshold, [_spec_label(s) for s in t.slicing_specs])
                       for t in metric.per_slice_thresholds]

@@ -21,9 +21,9 @@ REGRESSION_LOSSES = ("mse", "huber")
 class EvalMetric:
     """A metric the Evaluator computes and a threshold may bound.
 
-    tfma_class: TFMA's MetricConfig class_name; tfma_name: the name TFMA reports it under;
-    higher_is_better: the direction of its thresholds (a lower bound and an allowed drop, or an
-    upper bound and an allowed rise).
+    tfma_class: the MetricConfig class_name (TFMA's, or one of pipeline/eval_metrics.py);
+    tfma_name: the name TFMA reports it under; higher_is_better: the direction of its
+    thresholds (a lower bound and an allowed drop, or an upper bound and an allowed rise).
     """
 
     tfma_class: str
@@ -36,9 +36,9 @@ class Task:
     """One kind of label.
 
     metrics: the spec's threshold keys → Evaluator metric; headline: the metric summaries and
-    the report lead with; extra_tfma: metrics computed and reported, never thresholds (TFMA
-    class names, or those of pipeline/eval_metrics.py);
-    prediction_key: the serving output TFMA scores; outputs: serving output names.
+    the report lead with; extra_tfma: metrics computed and reported, never thresholds (class
+    names as tfma_class); prediction_key: the serving output TFMA scores; outputs: serving
+    output names.
     """
 
     name: str
@@ -123,9 +123,9 @@ class Task:
 TASKS: dict[str, Task] = {
     BINARY: Task(
         BINARY,
-        metrics={"accuracy": EvalMetric("BinaryAccuracy", "binary_accuracy", True),
-                 "auc": EvalMetric("AUC", "auc", True)},
-        headline="accuracy", extra_tfma=("HistogramCalibration",), prediction_key="probabilities",
+        metrics={"accuracy": EvalMetric("OnePassBinaryAccuracy", "binary_accuracy", True),
+                 "auc": EvalMetric("OnePassAUC", "auc", True)},
+        headline="accuracy", extra_tfma=("OnePassCalibration",), prediction_key="probabilities",
         outputs=("probabilities",)),
     MULTICLASS: Task(
         MULTICLASS,
