@@ -138,7 +138,7 @@ def test_tf_config_with_several_workers_uses_multi_worker_mirrored():
 
 # --- TPU-only settings ----------------------------------------------------------------------
 
-def test_bfloat16_and_steps_per_execution_on_tpu_only(transformed_data):
+def test_bfloat16_and_xla_on_tpu_only_and_steps_per_execution(transformed_data):
     spec = transformed_data.spec
     dist = get_distribution_strategy(TrainerConfig.create(strategy="mirrored"))
 
@@ -149,8 +149,8 @@ def test_bfloat16_and_steps_per_execution_on_tpu_only(transformed_data):
     assert plan_of(True).precision == "mixed_bfloat16" and plan_of(True).jit_compile
     assert plan_of(False).precision == "float32" and not plan_of(False).jit_compile
     assert plan_of(True, mixed_precision="float32").precision == "float32"
-    assert plan_of(True).steps_per_execution == plan.TPU_STEPS_PER_EXECUTION > 1
-    assert plan_of(False).steps_per_execution == plan.DEFAULT_STEPS_PER_EXECUTION
+    assert plan_of(True).steps_per_execution == plan.STEPS_PER_EXECUTION > 1
+    assert plan_of(False).steps_per_execution == plan.STEPS_PER_EXECUTION
     assert plan_of(True, steps_per_execution=4).steps_per_execution == 4
 
 

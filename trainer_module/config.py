@@ -132,7 +132,7 @@ class RuntimeConfig:
       over GPUs or CPU devices, or MultiWorkerMirroredStrategy when TF_CONFIG lists several
       workers), 'tpu' (a TPU or fail: never falls back), 'mirrored', 'multi_worker_mirrored'.
     tpu_address: TPU name, 'grpc://host:8470', or 'local' on a TPU VM; empty → $TPU_NAME.
-    steps_per_execution: train steps per host round trip; 0 → 32 on TPU, 8 elsewhere.
+    steps_per_execution: train steps per host round trip; 0 → 32.
     mixed_precision: 'auto' → mixed_bfloat16 on TPU, float32 elsewhere. Exports are float32.
     jit_compile: compile the train step with XLA (TPUStrategy always compiles with XLA).
     profile_steps: (first, last) train steps to capture a TensorBoard profile of, into the
