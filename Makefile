@@ -46,7 +46,7 @@ dataset: venv
 	$(BIN)/python -m pipeline.bootstrap --name "$(NAME)" --data-dir "$(DATA_DIR)" \
 		--label "$(LABEL)" --task "$(TASK)" $(if $(FORCE),--force)
 
-# Benchmarks (about an hour on 2 cores): generated 10× and 100× data, this project's DAG at
+# Benchmarks (40–60 minutes on 2 cores): generated 10× and 100× data, this project's DAG at
 # 1×/10×/100×, the TFX taxi template's DAG, input and training throughput. Results go to
 # bench/results/ and the README's table. BENCH_ARGS passes options (python -m bench.run -h).
 bench: venv
