@@ -81,18 +81,16 @@ def eval_config(spec: DatasetSpec) -> tfma.EvalConfig:
     overall slice, decide the blessing."""
     task = spec.task_info
     thresholds = {t.metric: t for t in spec.thresholds}
-    metrics = [tfma.MetricConfig(class_name="ExampleCount")]
+    metrics = [eval_metrics.metric_config("ExampleCount")]
     for key, metric in task.metrics.items():
-        config = tfma.MetricConfig(class_name=metric.tfma_class,
-                                   module=eval_metrics.module_of(metric.tfma_class))
+        config = eval_metrics.metric_config(metric.tfma_class)
         if key in thresholds:
             # Gate on the overall slice only: small slices (a rare payment type) are
             # reported, not allowed to veto the model.
             config.per_slice_thresholds.append(tfma.PerSliceMetricThreshold(
                 slicing_specs=[tfma.SlicingSpec()], threshold=_threshold(spec, thresholds[key])))
         metrics.append(config)
-    metrics += [tfma.MetricConfig(class_name=name, module=eval_metrics.module_of(name))
-                for name in task.extra_tfma]
+    metrics += [eval_metrics.metric_config(name) for name in task.extra_tfma]
     return tfma.EvalConfig(
         model_specs=[
             tfma.ModelSpec(

@@ -179,9 +179,11 @@ class OnePassCalibration(metric_types.Metric):
 _OWN = {cls.__name__: cls for cls in (OnePassBinaryAccuracy, OnePassAUC, OnePassCalibration)}
 
 
-def module_of(class_name: str) -> str:
-    """The MetricConfig `module` for a metric class: this module for its own, '' for TFMA's."""
-    return __name__ if class_name in _OWN else ""
+def metric_config(class_name: str, **fields: Any) -> tfma.MetricConfig:
+    """A MetricConfig for a metric class of this module's or of TFMA's (its `module` is this
+    module for its own classes: TFMA finds its registered ones by name alone)."""
+    return tfma.MetricConfig(class_name=class_name, module=__name__ if class_name in _OWN else "",
+                             **fields)
 
 
 def metric_name(class_name: str) -> str:

@@ -14,17 +14,13 @@ TFMA_CLASSES = ("BinaryAccuracy", "AUC", "Calibration")
 OURS = ("OnePassBinaryAccuracy", "OnePassAUC", "OnePassCalibration")
 
 
-def _configs(classes: tuple[str, ...]) -> list[tfma.MetricConfig]:
-    return [tfma.MetricConfig(class_name=c, module=eval_metrics.module_of(c)) for c in classes]
-
-
 def _eval_config(classes: tuple[str, ...], weight_key: str = "") -> tfma.EvalConfig:
     return tfma.EvalConfig(
         model_specs=[tfma.ModelSpec(label_key="label", prediction_key="prediction",
                                     example_weight_key=weight_key)],
         slicing_specs=[tfma.SlicingSpec(), tfma.SlicingSpec(feature_keys=["kind"])],
-        metrics_specs=[tfma.MetricsSpec(metrics=[tfma.MetricConfig(class_name="ExampleCount"),
-                                                 *_configs(classes)])])
+        metrics_specs=[tfma.MetricsSpec(metrics=[eval_metrics.metric_config(c)
+                                                 for c in ("ExampleCount", *classes)])])
 
 
 @pytest.fixture(scope="module")
@@ -80,10 +76,8 @@ def test_one_combiner_serves_accuracy_auc_and_calibration():
 
 def test_other_thresholds_keep_tfma_own_computation():
     """A threshold other than 0.5 is not what the shared pass computes: TFMA's combiner stays."""
-    config = tfma.MetricConfig(class_name="OnePassBinaryAccuracy",
-                               module=eval_metrics.module_of("OnePassBinaryAccuracy"),
-                               config='{"threshold": 0.3}')
-    instance = metric_specs.metric_instance(config)
+    instance = metric_specs.metric_instance(
+        eval_metrics.metric_config("OnePassBinaryAccuracy", config='{"threshold": 0.3}'))
     combiners = [type(c.combiner).__name__ for c in instance.computations()
                  if isinstance(c, metric_types.MetricComputation)]
     assert combiners == ["_BinaryConfusionMatrixCombiner"]
@@ -93,5 +87,5 @@ def test_names_and_modules():
     assert [eval_metrics.metric_name(c) for c in OURS] == ["binary_accuracy", "auc",
                                                           "calibration"]
     assert eval_metrics.metric_name("MeanSquaredError") == "mean_squared_error"
-    assert {eval_metrics.module_of(c) for c in OURS} == {"pipeline.eval_metrics"}
-    assert eval_metrics.module_of("BinaryAccuracy") == ""
+    assert {eval_metrics.metric_config(c).module for c in OURS} == {"pipeline.eval_metrics"}
+    assert eval_metrics.metric_config("BinaryAccuracy").module == ""
