@@ -6,7 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import tensorflow_model_analysis as tfma
-from tensorflow_model_analysis.metrics import metric_specs, metric_types
+from tensorflow_model_analysis.metrics import (
+    binary_confusion_matrices,
+    calibration_histogram,
+    metric_specs,
+    metric_types,
+)
 
 from pipeline import eval_metrics
 
@@ -89,3 +94,80 @@ def test_names_and_modules():
     assert eval_metrics.metric_name("MeanSquaredError") == "mean_squared_error"
     assert {eval_metrics.metric_config(c).module for c in OURS} == {"pipeline.eval_metrics"}
     assert eval_metrics.metric_config("BinaryAccuracy").module == ""
+
+
+def _inputs(**values) -> metric_types.StandardMetricInputs:
+    return metric_types.StandardMetricInputs(values)
+
+
+def _arrays(label, prediction, weight=None) -> dict:
+    values = {"labels": np.array([label]), "predictions": np.array([prediction], np.float32)}
+    if weight is not None:
+        values["example_weights"] = np.array([weight], np.float32)
+    return values
+
+
+# Example forms TFMA's extraction accepts: the plain ones the shared pass reads directly
+# (one 0/1 label, one prediction, one weight, zero included) and the ones it hands to TFMA
+# (fractional labels, dict-valued predictions, per-model dicts).
+PLAIN = [_arrays(1, 0.5), _arrays(0, 0.50004), _arrays(1.0, 0.9, 3.0), _arrays(0, 0.2, 0.0),
+         _arrays(1, 0.7, 0.5), _arrays(0, 0.1, 2.0), _arrays(1, 0.0),
+         {"labels": np.array([[0.0]]), "predictions": np.array([[0.3]], np.float32)}]
+OTHER = [_arrays(0.25, 0.6, 2.0), _arrays(0.5, 0.5),
+         {"labels": np.array([1.0]), "predictions": {"prediction": np.array([0.8], np.float32)}}]
+
+
+def _per_model(values: dict, model: str) -> dict:
+    """The same example as TFMA holds it when a baseline is evaluated beside the candidate."""
+    baseline = {k: 1 - v if k == "labels" else v + 1 for k, v in values.items()
+                if k != "predictions"}  # anything read from here instead fails
+    baseline["predictions"] = np.array([0.5], np.float32)
+    return {k: {model: v, "baseline": baseline[k]} for k, v in values.items()}
+
+
+def _outputs(combiners, examples: list[dict]) -> dict:
+    result = {}
+    for combiner in combiners:
+        accumulator = combiner.create_accumulator()
+        for example in examples:
+            accumulator = combiner.add_input(accumulator, _inputs(**example))
+        result.update(combiner.extract_output(
+            combiner.merge_accumulators([accumulator, combiner.create_accumulator()])))
+    return result
+
+
+@pytest.mark.parametrize("model_name", ["", "candidate"])
+@pytest.mark.parametrize("example_weighted", [False, True])
+def test_shared_pass_extracts_every_example_as_tfma_does(model_name, example_weighted):
+    """The shared combiner against TFMA's own histogram and matrix combiners, fed the same
+    examples one by one: equal histogram buckets and matrices for every form of example."""
+    specs = ([tfma.ModelSpec(name=model_name, prediction_key="prediction"),
+              tfma.ModelSpec(name="baseline", prediction_key="prediction", is_baseline=True)]
+             if model_name else [tfma.ModelSpec(prediction_key="prediction")])
+    args = dict(eval_config=tfma.EvalConfig(model_specs=specs), model_name=model_name,
+                example_weighted=example_weighted)
+    [histogram] = calibration_histogram.calibration_histogram(**args)
+    matrices = binary_confusion_matrices.binary_confusion_matrices(
+        thresholds=[eval_metrics.THRESHOLD], use_histogram=False, **args)[0]
+    ours = eval_metrics._one_pass(
+        args["eval_config"], metric_types.MetricKey(name="any", model_name=model_name,
+                                                     example_weighted=example_weighted),
+        None, None, example_weighted).combiner
+
+    def held(examples: list[dict]) -> list[dict]:
+        return [_per_model(e, model_name) for e in examples] if model_name else examples
+
+    assert all(ours._direct(_inputs(**e)) is not None for e in held(PLAIN))  # read directly
+    assert all(ours._direct(_inputs(**e)) is None for e in held(OTHER))  # TFMA's extraction
+    for examples in (PLAIN, OTHER, PLAIN + OTHER, PLAIN[3:4]):
+        expected = _outputs([histogram.combiner, matrices.combiner], held(examples))
+        assert _outputs([ours], held(examples)) == expected
+        assert len(expected) == 2
+
+
+def test_shared_pass_refuses_labels_tfma_refuses():
+    ours = eval_metrics._one_pass(None, metric_types.MetricKey(name="any"), None, None,
+                                  False).combiner
+    for label in (2, -1, 1.5):
+        with pytest.raises(ValueError, match="label must be within"):
+            ours.add_input(ours.create_accumulator(), _inputs(**_arrays(label, 0.5)))
