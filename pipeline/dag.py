@@ -10,7 +10,7 @@ import tensorflow_model_analysis as tfma
 
 # TFX classes come from their own modules, not `tfx.v1`: importing `tfx.v1` also loads the
 # Google Cloud AI Platform SDK (~9 s per run), which only the Vertex Trainer below needs.
-from tfx.components import CsvExampleGen, ExampleValidator, Pusher, StatisticsGen, Transform
+from tfx.components import ExampleValidator, Pusher, StatisticsGen, Transform
 from tfx.orchestration.metadata import sqlite_metadata_connection_config
 from tfx.orchestration.pipeline import Pipeline
 from tfx.proto import example_gen_pb2, pusher_pb2, trainer_pb2
@@ -18,6 +18,7 @@ from tfx.proto import example_gen_pb2, pusher_pb2, trainer_pb2
 from pipeline import eval_metrics, names
 from pipeline.anomaly_gate import AnomalyGate
 from pipeline.baseline_resolver import baseline_resolver, latest_blessed_model
+from pipeline.csv_examples import CsvExampleGen
 from pipeline.pipeline_config import REPO_ROOT, ConfigError, PipelineConfig, is_remote
 from pipeline.schema_import import ImportSchemaGen
 from pipeline.served_model import Evaluator, served_model

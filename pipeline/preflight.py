@@ -248,7 +248,7 @@ def check_image_versions(ctx: Context) -> list[str]:
 def check_cache_keys(ctx: Context) -> list[str]:
     """The compiled spec carries the current content hashes of the schema and of each custom
     component's code, so an edit is never served from cache."""
-    from pipeline import dag, served_model
+    from pipeline import csv_examples, dag, served_model
     from pipeline.schema_import import SCHEMA_HASH_KEY
     from pipeline.source_hash import CODE_VERSION_KEY, file_hash, module_hash
 
@@ -262,6 +262,9 @@ def check_cache_keys(ctx: Context) -> list[str]:
     for task in (names.BASELINE_RESOLVER, names.WARM_START_RESOLVER):
         if task in ctx.tasks and ctx.container(task):  # the ServedModel step, not a resolver
             expected[(task, CODE_VERSION_KEY)] = served
+    for task in (names.CSV_EXAMPLE_GEN, names.PREDICT_EXAMPLE_GEN):
+        if task in ctx.tasks:  # not with BigQueryExampleGen, nor without batch predictions
+            expected[(task, CODE_VERSION_KEY)] = csv_examples.code_version()
     problems = []
     for (task, key), value in expected.items():
         found = ctx.parameter(task, key)

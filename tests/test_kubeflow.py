@@ -297,6 +297,8 @@ def test_content_hashes_are_in_the_compiled_parameters(cloud_env, tmp_path):
     assert (_parameter(spec, "AnomalyGate", "code_version")
             == source_hash.module_hash("pipeline.anomaly_gate"))
     assert _parameter(spec, "Evaluator", "code_version")
+    assert (_parameter(spec, "CsvExampleGen", "code_version")
+            == source_hash.module_hash("pipeline.csv_examples"))
     trainer = json.loads(_parameter(spec, "Trainer", "custom_config"))
     assert trainer["code_version"] == dag.trainer_code_version()
 

@@ -224,6 +224,7 @@ def _set_parameter(job: dict, task: str, name: str, value: str | None) -> dict:
      "ImportSchemaGen.schema_hash is '0000000000000000', the current content's hash"),
     ("AnomalyGate", "code_version", None, "AnomalyGate.code_version is None"),
     ("Evaluator", "code_version", "old", "Evaluator.code_version is 'old'"),
+    ("CsvExampleGen", "code_version", "old", "CsvExampleGen.code_version is 'old'"),
     ("baseline_resolver", "code_version", "old", "baseline_resolver.code_version is 'old'"),
 ])
 def test_stale_or_missing_content_hashes_fail(cloud, jobs, task, name, value, message):

@@ -1,0 +1,196 @@
+"""CsvExampleGen's executor, with TFX's examples and split, and each row encoded once.
+
+TFX's CSV executor builds every row as Python proto objects (two messages per cell, copied
+twice into the example's map), then serializes it twice: deterministically, as the key of
+the hash split, and again to write it. This executor reads, parses and infers column types
+exactly as TFX's does (its own steps), and encodes each row straight to the bytes of that
+deterministic serialization (features in name order), which ExampleGen both hashes for the
+split and writes: the same examples in the same splits as TFX's executor.
+"""
+
+import os
+import struct
+from collections.abc import Iterable
+from typing import Any
+
+import apache_beam as beam
+from tfx import types
+from tfx.components import CsvExampleGen as TfxCsvExampleGen
+from tfx.components.example_gen import utils
+from tfx.components.example_gen.csv_example_gen import executor as tfx_csv
+from tfx.dsl.components.base import base_beam_component, executor_spec
+from tfx.dsl.io import fileio
+from tfx.proto import example_gen_pb2
+from tfx.types import standard_artifacts, standard_component_specs
+from tfx.types.component_spec import ExecutionParameter
+from tfx.utils import io_utils, proto_utils
+from tfx_bsl.coders import csv_decoder
+
+from pipeline.source_hash import CODE_VERSION_KEY, module_hash
+
+_UINT64 = 1 << 64
+_FLOAT32 = struct.Struct("<f")
+# tf.train.Feature's fields: bytes_list = 1, float_list = 2, int64_list = 3 (length-delimited).
+_FEATURE_TAG = {csv_decoder.ColumnType.STRING: b"\x0a", csv_decoder.ColumnType.FLOAT: b"\x12",
+                csv_decoder.ColumnType.INT: b"\x1a"}
+_FIELD_1 = b"\x0a"  # the first field, length-delimited: Example.features, Features.feature
+# entries, a map entry's key, and the value lists' `value`
+_FIELD_2 = b"\x12"  # a map entry's value
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _delimited(tag: bytes, payload: bytes) -> bytes:
+    return tag + _varint(len(payload)) + payload
+
+
+def _float32(cell: bytes) -> bytes:
+    value = float(cell)
+    try:
+        return _FLOAT32.pack(value)
+    except OverflowError:  # beyond float32's range: protobuf stores it as ±inf
+        return _FLOAT32.pack(float("inf") if value > 0 else float("-inf"))
+
+
+def _int64(cell: bytes) -> bytes:
+    value = int(cell)
+    if not -(1 << 63) <= value < 1 << 63:
+        raise ValueError(f"Value out of range: {cell!r} is not an int64")
+    return _varint(value % _UINT64)
+
+
+def _entry(key: bytes, feature: bytes) -> bytes:
+    """One Features.feature map entry (key, then value), as a field of Features."""
+    return _delimited(_FIELD_1, key + _delimited(_FIELD_2, feature))
+
+
+class _Column:
+    """Encodes one column's cells as map entries: the bytes around a cell's value depend
+    only on the column and the value's length, so they are built once per length."""
+
+    def __init__(self, info: csv_decoder.ColumnInfo):
+        self.key = _delimited(_FIELD_1, info.name.encode())
+        self.tag = _FEATURE_TAG.get(info.type)
+        self.value = {csv_decoder.ColumnType.INT: _int64,
+                      csv_decoder.ColumnType.FLOAT: _float32}.get(info.type, bytes)
+        # No value anywhere in the column: TFX writes an empty feature; an empty cell is
+        # the column type's empty list.
+        self.empty = _entry(self.key, b"" if self.tag is None else self.tag + b"\x00")
+        self._prefixes: dict[int, bytes] = {}
+
+    def encode(self, cell: bytes) -> bytes:
+        if not cell or self.tag is None:
+            return self.empty
+        value = self.value(cell)
+        prefix = self._prefixes.get(len(value))
+        if prefix is None:  # everything of the entry before the value's bytes
+            entry = _entry(self.key, _delimited(self.tag, _delimited(_FIELD_1, value)))
+            prefix = self._prefixes[len(value)] = entry[:len(entry) - len(value)]
+        return prefix + value
+
+
+class _EncodeRows(beam.DoFn):
+    """Parsed CSV rows → serialized tf.Example, as TFX's `_ParsedCsvToTfExample` builds them,
+    in deterministic serialization (map entries in key order)."""
+
+    def __init__(self) -> None:
+        self._columns: list[tuple[int, _Column]] | None = None
+
+    def process(self, cells: list[bytes], column_infos: list[csv_decoder.ColumnInfo]
+                ) -> Iterable[bytes]:
+        if self._columns is None:
+            order = sorted(range(len(column_infos)), key=lambda i: column_infos[i].name)
+            self._columns = [(i, _Column(column_infos[i])) for i in order]
+        if not cells:  # a blank line, as TFX skips it
+            return
+        if len(cells) != len(self._columns):
+            raise ValueError(f"Invalid CSV line: {cells}")
+        yield _delimited(_FIELD_1, b"".join([column.encode(cells[i])
+                                             for i, column in self._columns]))
+
+
+class _CsvToSerializedExample(beam.PTransform):
+    """TFX's `_CsvToExample` (same files, header checks, line reading, CSV parsing and type
+    inference) ending in `_EncodeRows`."""
+
+    def __init__(self, exec_properties: dict[str, Any], split_pattern: str):
+        self._csv_pattern = os.path.join(
+            exec_properties[standard_component_specs.INPUT_BASE_KEY], split_pattern)
+
+    def expand(self, pipeline: beam.Pipeline) -> beam.PCollection:
+        csv_files = fileio.glob(self._csv_pattern)
+        if not csv_files:
+            raise RuntimeError(f"Split pattern {self._csv_pattern} does not match any files.")
+        column_names = io_utils.load_csv_column_names(csv_files[0])
+        for csv_file in csv_files[1:]:
+            if io_utils.load_csv_column_names(csv_file) != column_names:
+                raise RuntimeError(
+                    f"Files in same split {self._csv_pattern} have different header.")
+        parsed = (pipeline
+                  | "CreateFilenames" >> beam.Create(csv_files)
+                  | "ReadFromText" >> beam.ParDo(tfx_csv._ReadCsvRecordsFromTextFile())
+                  | "ParseCSVLine" >> beam.ParDo(csv_decoder.ParseCSVLine(delimiter=","))
+                  | "ExtractParsedCSVLines" >> beam.Keys())
+        column_infos = beam.pvalue.AsSingleton(
+            parsed | "InferColumnTypes" >> beam.CombineGlobally(
+                csv_decoder.ColumnTypeInferrer(column_names, skip_blank_lines=True)))
+        return parsed | "ToSerializedExample" >> beam.ParDo(_EncodeRows(), column_infos)
+
+
+@beam.ptransform_fn
+def _csv_to_examples(pipeline: beam.Pipeline, exec_properties: dict[str, Any],
+                     split_pattern: str) -> beam.PCollection:
+    output_config = example_gen_pb2.Output()
+    proto_utils.json_to_proto(exec_properties[standard_component_specs.OUTPUT_CONFIG_KEY],
+                              output_config)
+    if output_config.split_config.HasField("partition_feature_name"):
+        # Splitting by a feature's value reads the example's fields: TFX's own protos.
+        return pipeline | tfx_csv._CsvToExample(exec_properties, split_pattern)
+    return pipeline | _CsvToSerializedExample(exec_properties, split_pattern)
+
+
+class Executor(tfx_csv.Executor):
+    """TFX's CsvExampleGen executor, its rows encoded by `_EncodeRows`."""
+
+    def GetInputSourceToExamplePTransform(self) -> beam.PTransform:  # noqa: N802 (TFX API)
+        return _csv_to_examples
+
+
+def code_version() -> str:
+    """Hash of this module: the steps running its executor key their cache on it."""
+    return module_hash(__name__)
+
+
+class CsvExampleGenSpec(standard_component_specs.FileBasedExampleGenSpec):
+    """TFX's FileBasedExampleGenSpec plus the code hash of this module
+    (pipeline/source_hash.py)."""
+
+    PARAMETERS = {**standard_component_specs.FileBasedExampleGenSpec.PARAMETERS,
+                  CODE_VERSION_KEY: ExecutionParameter(type=str)}
+
+
+class CsvExampleGen(TfxCsvExampleGen):
+    """TFX's CsvExampleGen running `Executor` (node id still "CsvExampleGen"), writing
+    gzipped TFRecords of tf.Example."""
+
+    SPEC_CLASS = CsvExampleGenSpec
+    EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(Executor)
+
+    def __init__(self, *, input_base: str, input_config: example_gen_pb2.Input,
+                 output_config: example_gen_pb2.Output | None = None) -> None:
+        spec = CsvExampleGenSpec(
+            input_base=input_base, input_config=input_config,
+            output_config=output_config or utils.make_default_output_config(input_config),
+            custom_config=None, range_config=None,
+            output_data_format=example_gen_pb2.FORMAT_TF_EXAMPLE,
+            output_file_format=example_gen_pb2.FORMAT_TFRECORDS_GZIP,
+            examples=types.Channel(type=standard_artifacts.Examples),
+            **{CODE_VERSION_KEY: code_version()})
+        base_beam_component.BaseBeamComponent.__init__(self, spec=spec)
