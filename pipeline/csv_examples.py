@@ -2,10 +2,11 @@
 
 TFX's CSV executor builds every row as Python proto objects (two messages per cell, copied
 twice into the example's map), then serializes it twice: deterministically, as the key of
-the hash split, and again to write it. This executor reads, parses and infers column types
-exactly as TFX's does (its own steps), and encodes each row straight to the bytes of that
-deterministic serialization (features in name order), which ExampleGen both hashes for the
-split and writes: the same examples in the same splits as TFX's executor.
+the hash split, and again to write it. This executor reads and parses as TFX's does (its own
+steps), infers the same column types while inferring each distinct value once, and encodes
+each row straight to the bytes of that deterministic serialization (features in protobuf's
+order of their names), which ExampleGen both hashes for the split and writes: the same
+examples in the same splits as TFX's executor.
 """
 
 import os
@@ -14,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import apache_beam as beam
+from tensorflow.core.example import feature_pb2
 from tfx import types
 from tfx.components import CsvExampleGen as TfxCsvExampleGen
 from tfx.components.example_gen import utils
@@ -66,6 +68,34 @@ def _int64(cell: bytes) -> bytes:
     return _varint(value % _UINT64)
 
 
+def _read_varint(data: bytes, position: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[position]
+        value |= (byte & 0x7F) << shift
+        position += 1
+        if byte < 0x80:
+            return value, position
+        shift += 7
+
+
+def _serialized_order(names: list[str]) -> list[str]:
+    """The order in which this process's protobuf writes these feature names in a
+    deterministic serialization, read off one it writes: upb puts a name before any name it
+    is the start of ('fs' before 'f'), plain sorting does the opposite."""
+    features = feature_pb2.Features()
+    for name in names:
+        features.feature[name].SetInParent()
+    data = features.SerializeToString(deterministic=True)
+    order, position = [], 0
+    while position < len(data):  # each entry: field 1 (the map) → its key, field 1 again
+        length, start = _read_varint(data, position + 1)
+        key_length, key_start = _read_varint(data, start + 1)
+        order.append(data[key_start:key_start + key_length].decode())
+        position = start + length
+    return order
+
+
 def _entry(key: bytes, feature: bytes) -> bytes:
     """One Features.feature map entry (key, then value), as a field of Features."""
     return _delimited(_FIELD_1, key + _delimited(_FIELD_2, feature))
@@ -98,7 +128,7 @@ class _Column:
 
 class _EncodeRows(beam.DoFn):
     """Parsed CSV rows → serialized tf.Example, as TFX's `_ParsedCsvToTfExample` builds them,
-    in deterministic serialization (map entries in key order)."""
+    in deterministic serialization (map entries in protobuf's order of their keys)."""
 
     def __init__(self) -> None:
         self._columns: list[tuple[int, _Column]] | None = None
@@ -106,8 +136,9 @@ class _EncodeRows(beam.DoFn):
     def process(self, cells: list[bytes], column_infos: list[csv_decoder.ColumnInfo]
                 ) -> Iterable[bytes]:
         if self._columns is None:
-            order = sorted(range(len(column_infos)), key=lambda i: column_infos[i].name)
-            self._columns = [(i, _Column(column_infos[i])) for i in order]
+            index = {info.name: i for i, info in enumerate(column_infos)}
+            self._columns = [(index[name], _Column(column_infos[index[name]]))
+                             for name in _serialized_order(list(index))]
         if not cells:  # a blank line, as TFX skips it
             return
         if len(cells) != len(self._columns):
@@ -116,9 +147,40 @@ class _EncodeRows(beam.DoFn):
                                              for i, column in self._columns]))
 
 
+class _ColumnTypeInferrer(csv_decoder.ColumnTypeInferrer):
+    """tfx_bsl's column type inference (each column: the highest of its cells' types, INT <
+    FLOAT < STRING), inferring each distinct cell value once per worker and skipping columns
+    already at STRING: values repeat across rows, and inference tries int() then float() on
+    each, which was the largest cost left in this step."""
+
+    MEMO_LIMIT = 1 << 16  # distinct values remembered per worker
+
+    def __init__(self, column_names: list[str]):
+        super().__init__(column_names, skip_blank_lines=True)
+        self._memo: dict[bytes, csv_decoder.ColumnType] = {}
+
+    def add_input(self, accumulator: dict, cells: list[bytes]) -> dict:
+        if cells and len(cells) != len(self._column_names):
+            raise ValueError("Columns do not match specified csv headers: "
+                             f"{self._column_names} -> {cells}")
+        memo = self._memo
+        for name, cell in zip(self._column_names, cells, strict=False):
+            previous = accumulator.get(name)
+            if previous == csv_decoder.ColumnType.STRING:
+                continue
+            current = memo.get(cell)
+            if current is None:
+                current = csv_decoder._InferValueType(cell)
+                if len(memo) < self.MEMO_LIMIT:
+                    memo[cell] = current
+            if previous is None or current > previous:
+                accumulator[name] = current
+        return accumulator
+
+
 class _CsvToSerializedExample(beam.PTransform):
-    """TFX's `_CsvToExample` (same files, header checks, line reading, CSV parsing and type
-    inference) ending in `_EncodeRows`."""
+    """TFX's `_CsvToExample` (same files, header checks, line reading and CSV parsing), with
+    `_ColumnTypeInferrer` and `_EncodeRows`."""
 
     def __init__(self, exec_properties: dict[str, Any], split_pattern: str):
         self._csv_pattern = os.path.join(
@@ -140,7 +202,7 @@ class _CsvToSerializedExample(beam.PTransform):
                   | "ExtractParsedCSVLines" >> beam.Keys())
         column_infos = beam.pvalue.AsSingleton(
             parsed | "InferColumnTypes" >> beam.CombineGlobally(
-                csv_decoder.ColumnTypeInferrer(column_names, skip_blank_lines=True)))
+                _ColumnTypeInferrer(column_names)))
         return parsed | "ToSerializedExample" >> beam.ParDo(_EncodeRows(), column_infos)
 
 

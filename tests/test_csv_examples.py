@@ -19,14 +19,15 @@ from pipeline.dag import csv_input_config
 
 # Negative and extreme int64s, floats beyond float32 (±inf), nan, a column with no value at
 # all, text longer than 127 bytes (a two-byte length), non-ASCII text, quotes, commas and a
-# line break inside a cell, and empty cells of every type.
-EDGE_CSV = """i,f,s,none,big,q
--5,1e39,hello,,9223372036854775807,"a, ""quoted"" text"
-0,-1e39,h\u00e9llo w\u00f6rld,,-9223372036854775808,
-127,nan,,,128,x
+# line break inside a cell, empty cells of every type, and columns whose type rises late: a
+# float column with a text, an int column with an int beyond int64 (text, as TFX infers it).
+EDGE_CSV = """i,f,s,none,big,q,fs,is
+-5,1e39,hello,,9223372036854775807,"a, ""quoted"" text",1.5,5
+0,-1e39,h\u00e9llo w\u00f6rld,,-9223372036854775808,,2,7
+127,nan,,,128,x,abc,99999999999999999999
 ,inf,{long},,16384,"two
-lines"
-300,3.4028235e38,1,,-1,y
+lines",,
+300,3.4028235e38,1,,-1,y,0.25,1
 """.format(long="A" * 200)
 
 
@@ -35,12 +36,15 @@ def _rows(text: str) -> tuple[list[str], list[list[bytes]]]:
     return header, [[cell.encode() for cell in row] for row in rows]
 
 
-def _column_infos(header: list[str], rows: list[list[bytes]]) -> list:
-    inferrer = csv_decoder.ColumnTypeInferrer(header, skip_blank_lines=True)
-    accumulator = inferrer.create_accumulator()
-    for row in rows:
-        accumulator = inferrer.add_input(accumulator, row)
-    return inferrer.extract_output(accumulator)
+def _column_infos(inferrer: csv_decoder.ColumnTypeInferrer, rows: list[list[bytes]]) -> list:
+    """Infers over two halves of the rows, merged, as Beam combines over bundles."""
+    accumulators = []
+    for part in (rows[:len(rows) // 2], rows[len(rows) // 2:]):
+        accumulator = inferrer.create_accumulator()
+        for row in part:
+            accumulator = inferrer.add_input(accumulator, row)
+        accumulators.append(accumulator)
+    return inferrer.extract_output(inferrer.merge_accumulators(accumulators))
 
 
 def _shipped_csv() -> str:
@@ -49,14 +53,18 @@ def _shipped_csv() -> str:
 
 
 @pytest.mark.parametrize("text", [EDGE_CSV, _shipped_csv()], ids=["edge cases", "taxi"])
-def test_rows_encode_to_tfx_examples_deterministic_bytes(text):
+def test_types_and_rows_as_tfx_infers_and_serializes_them(text):
     header, rows = _rows(text)
-    infos = _column_infos(header, rows)
+    infos = _column_infos(csv_decoder.ColumnTypeInferrer(header, skip_blank_lines=True), rows)
+    inferrer = csv_examples._ColumnTypeInferrer(header)
+    inferrer.MEMO_LIMIT = 50  # values beyond it are inferred every time
+    assert _column_infos(inferrer, rows) == infos
     if text is EDGE_CSV:
         assert [info.type for info in infos] == [
             csv_decoder.ColumnType.INT, csv_decoder.ColumnType.FLOAT,
             csv_decoder.ColumnType.STRING, csv_decoder.ColumnType.UNKNOWN,
-            csv_decoder.ColumnType.INT, csv_decoder.ColumnType.STRING]
+            csv_decoder.ColumnType.INT, csv_decoder.ColumnType.STRING,
+            csv_decoder.ColumnType.STRING, csv_decoder.ColumnType.STRING]
     tfx_rows, ours = tfx_csv._ParsedCsvToTfExample(), csv_examples._EncodeRows()
     for row in rows:
         [expected] = tfx_rows.process(row, infos)
@@ -64,6 +72,8 @@ def test_rows_encode_to_tfx_examples_deterministic_bytes(text):
     assert list(ours.process([], infos)) == []  # a blank line, skipped as TFX skips it
     with pytest.raises(ValueError, match="Invalid CSV line"):
         list(ours.process(rows[0][1:], infos))
+    with pytest.raises(ValueError, match="Columns do not match specified csv headers"):
+        inferrer.add_input({}, rows[0][1:])
 
 
 def _run(executor_class, data_dir, out_dir, output_config: example_gen_pb2.Output) -> dict:
