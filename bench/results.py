@@ -293,11 +293,16 @@ def chart(result: dict, path: str) -> None:
         elif panel == "scale":
             runs = result["scale"]
             ax.plot([r["rows"] for r in runs], [r["component_seconds"] for r in runs], "o-",
-                    label="measured")
+                    label="this project", color="#1f6feb")
+            template = [r for r in runs if "template" in r]
+            if template:
+                ax.plot([r["rows"] for r in template],
+                        [r["template"]["component_seconds"] for r in template], "s-",
+                        label="TFX template", color="#d1242f")
             first = runs[0]
             ax.plot([r["rows"] for r in runs],
                     [first["component_seconds"] * r["rows"] / first["rows"] for r in runs],
-                    "--", color="#8c959f", label="linear from the smallest")
+                    "--", color="#8c959f", label="this project, linear from the smallest")
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel("rows")

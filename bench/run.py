@@ -303,8 +303,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-anchor", action="store_true",
                         help="skip the TFX template runs, the whole-process pairs and the "
                              "edit-and-rerun")
-    parser.add_argument("--template-scales", default="1,10",
-                        help="scales the TFX template runs at too (each one of --scales)")
+    parser.add_argument("--template-scales",
+                        help="scales the TFX template runs at too (each one of --scales; "
+                             "default: every one)")
     parser.add_argument("--wall-pairs", type=int, default=3,
                         help="whole-process runs of each DAG on the shipped data, alternating; "
                              "the shipped-data targets are their medians")
@@ -328,6 +329,8 @@ def main(argv: list[str]) -> int:
         parser.error("the anchor compares with the run on the shipped data: add 1 to --scales, "
                      "or pass --no-anchor")
 
+    if args.template_scales is None:
+        args.template_scales = args.scales
     try:
         template_scales = sorted(float(s) for s in args.template_scales.split(","))
     except ValueError:
