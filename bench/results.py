@@ -11,6 +11,11 @@ import textwrap
 
 LIBRARIES = ("tfx", "tensorflow", "tensorflow-transform", "tfx-bsl", "apache-beam",
              "tensorflow-model-analysis", "ml-metadata", "tf-keras")
+# One color per DAG in every chart panel, so this project and the template read the same
+# everywhere; grey for what is not a run (the raw read, the linear line).
+PROJECT_COLOR = "#1f6feb"
+TEMPLATE_COLOR = "#d1242f"
+REFERENCE_COLOR = "#8c959f"
 
 
 def machine() -> dict:
@@ -281,7 +286,7 @@ def chart(result: dict, path: str) -> None:
             keys = ("raw_read", "tfx_reader", "project_cold", "project_cached")
             labels = ("raw read", "TFX's\nreader", "ours,\ncold epoch", "ours,\ncached")
             ax.bar(labels, [i[k]["examples_per_s"] for k in keys],
-                   color=["#8c959f", "#d1242f", "#1f6feb", "#0a3069"])
+                   color=[REFERENCE_COLOR, TEMPLATE_COLOR, PROJECT_COLOR, "#0a3069"])
             ax.set_yscale("log")
             ax.set_title("input examples/s (log)")
         elif panel == "fit":
@@ -293,16 +298,16 @@ def chart(result: dict, path: str) -> None:
         elif panel == "scale":
             runs = result["scale"]
             ax.plot([r["rows"] for r in runs], [r["component_seconds"] for r in runs], "o-",
-                    label="this project", color="#1f6feb")
+                    label="this project", color=PROJECT_COLOR)
             template = [r for r in runs if "template" in r]
             if template:
                 ax.plot([r["rows"] for r in template],
                         [r["template"]["component_seconds"] for r in template], "s-",
-                        label="TFX template", color="#d1242f")
+                        label="TFX template", color=TEMPLATE_COLOR)
             first = runs[0]
             ax.plot([r["rows"] for r in runs],
                     [first["component_seconds"] * r["rows"] / first["rows"] for r in runs],
-                    "--", color="#8c959f", label="this project, linear from the smallest")
+                    "--", color=REFERENCE_COLOR, label="this project, linear from the smallest")
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel("rows")
@@ -312,9 +317,9 @@ def chart(result: dict, path: str) -> None:
             stages = result["anchor"]["stages"]
             y = range(len(stages))
             ax.barh([v - 0.2 for v in y], [s["template"] or 0 for s in stages], height=0.4,
-                    label="TFX template", color="#d1242f")
+                    label="TFX template", color=TEMPLATE_COLOR)
             ax.barh([v + 0.2 for v in y], [s["project"] or 0 for s in stages], height=0.4,
-                    label="this project", color="#1f6feb")
+                    label="this project", color=PROJECT_COLOR)
             ax.set_yticks(list(y), [s["template_node"] for s in stages])
             ax.invert_yaxis()
             ax.set_xlabel("seconds")

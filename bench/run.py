@@ -290,6 +290,14 @@ def update_readme(markdown: str, readme: str = README) -> None:
     results.replace_block(readme, README_BEGIN, README_END, markdown)
 
 
+def parse_scales(flag: str, text: str) -> list[float]:
+    """A comma-separated list of data scales, smallest first; ValueError names the flag."""
+    try:
+        return sorted(float(s) for s in text.split(","))
+    except ValueError:
+        raise ValueError(f"{flag} {text!r}: expected numbers separated by commas") from None
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scales", default="1,10,100",
@@ -319,23 +327,17 @@ def main(argv: list[str]) -> int:
         with open(args.from_json) as f:
             return _publish(json.load(f), args.results_dir, args.update_readme)
     try:
-        scales = sorted(float(s) for s in args.scales.split(","))
-    except ValueError:
-        parser.error(f"--scales {args.scales!r}: expected numbers separated by commas")
+        scales = parse_scales("--scales", args.scales)
+        template_scales = parse_scales("--template-scales",
+                                       args.template_scales or args.scales)
+    except ValueError as e:
+        parser.error(str(e))
     if args.repetitions < 5 and args.update_readme:
         parser.error("the README's table needs --repetitions 5 or more")
 
     if not args.no_anchor and 1 not in scales:
         parser.error("the anchor compares with the run on the shipped data: add 1 to --scales, "
                      "or pass --no-anchor")
-
-    if args.template_scales is None:
-        args.template_scales = args.scales
-    try:
-        template_scales = sorted(float(s) for s in args.template_scales.split(","))
-    except ValueError:
-        parser.error(f"--template-scales {args.template_scales!r}: expected numbers separated "
-                     "by commas")
     if not args.no_anchor and (1 not in template_scales
                                or not set(template_scales) <= set(scales)):
         parser.error(f"--template-scales {args.template_scales!r}: expected 1 (the anchor) and "

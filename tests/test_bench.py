@@ -395,3 +395,17 @@ def test_anchor_table_takes_each_stage_and_total_as_the_median_over_the_pairs():
     assert (anchor["project_total"], anchor["template_total"]) == (31.0, 39.0)
     assert anchor["whole_process"] is pairs
     assert (anchor["project_accuracy"], anchor["template_batch"]) == (0.89, 40)
+
+
+def test_template_runs_at_every_scale_unless_told_otherwise(capsys):
+    # With no --template-scales, 100× is the template's too: the only refusal left is the
+    # pairs setting, checked after the scales.
+    with pytest.raises(SystemExit):
+        bench_run.main(["--scales", "1,100", "--wall-pairs", "0"])
+    assert "--wall-pairs 0" in capsys.readouterr().err
+
+
+def test_scales_parse_in_order_and_a_bad_list_names_its_flag():
+    assert bench_run.parse_scales("--scales", "100,1,10") == [1.0, 10.0, 100.0]
+    with pytest.raises(ValueError, match="--template-scales '1,x': expected numbers"):
+        bench_run.parse_scales("--template-scales", "1,x")
