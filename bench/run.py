@@ -346,6 +346,11 @@ def main(argv: list[str]) -> int:
         parser.error(f"--wall-pairs {args.wall_pairs}: expected 1 or more pairs of "
                      "whole-process runs")
 
+    from trainer_module import host_threads
+    from trainer_module.config import TrainerConfig
+
+    # The throughput measured in this process runs with the Trainer's threads.
+    host_threads.apply(TrainerConfig.create())
     result = results.stamp()
     started = time.monotonic()
     runs = run_scales(scales, args.train_steps)
@@ -358,7 +363,6 @@ def main(argv: list[str]) -> int:
         result["edit_rerun"] = edit_and_rerun(args.train_steps)
     from bench import quality
     from pipeline.pipeline_config import PipelineConfig
-    from trainer_module.config import TrainerConfig
 
     _say("model quality: HistGradientBoosting on each shipped dataset's own rows")
     shipped = [o for t, o, _ in runs if t == 1 and args.train_steps == BASE_TRAIN_STEPS]

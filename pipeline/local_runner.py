@@ -46,8 +46,9 @@ def check_local_batch(config: PipelineConfig) -> None:
     """Off-TPU, the Trainer runs here, so its replica count is known now: check the batch."""
     if not config.trainer.data.global_batch_size:
         return  # per-replica batches divide by any replica count (and TensorFlow stays unloaded)
-    from trainer_module import plan, strategy
+    from trainer_module import host_threads, plan, strategy
 
+    host_threads.apply(config.trainer)  # before counting devices starts TensorFlow
     try:
         replicas = strategy.local_replica_count(config.trainer)
         if replicas is None:
@@ -117,7 +118,10 @@ def _run_dag(config: PipelineConfig) -> None:
     from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
     from pipeline import beam_signatures, dag
+    from trainer_module import host_threads
 
+    # The Trainer runs in this process, and TensorFlow fixes this when it starts.
+    host_threads.apply(config.trainer)
     beam_signatures.install()
     logging.set_verbosity(logging.INFO)
     progress = ComponentProgress()

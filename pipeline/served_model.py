@@ -30,6 +30,7 @@ from tfx.types import artifact_utils, standard_artifacts, standard_component_spe
 from tfx.types.component_spec import ExecutionParameter
 from tfx.utils import io_utils, json_utils, path_utils, proto_utils
 
+from pipeline import eval_model
 from pipeline.source_hash import CODE_VERSION_KEY, module_hash
 from trainer_module.executor import HAS_MODEL_KEY, models_held
 
@@ -39,7 +40,7 @@ SOURCE_KEY = "served_from"  # Model custom property: the serving dir version it 
 
 def code_version() -> str:
     """Hash of this module and the executor helpers it uses: the steps it runs key on it."""
-    return module_hash(__name__, "trainer_module.executor")
+    return module_hash(__name__, "trainer_module.executor", eval_model.__name__)
 
 
 def newest_version(serving_dir: str) -> str | None:
@@ -172,6 +173,8 @@ class Evaluator(TfxEvaluator):
             examples=examples, model=model, baseline_model=baseline_model, schema=schema,
             eval_config=eval_config, example_splits=json_utils.dumps(None),
             fairness_indicator_thresholds=json_utils.dumps(None),
+            # Its custom_eval_shared_model loads the models TFMA calls.
+            module_path=eval_model.__name__,
             evaluation=types.Channel(type=standard_artifacts.ModelEvaluation),
             blessing=types.Channel(type=standard_artifacts.ModelBlessing),
             **{CODE_VERSION_KEY: code_version()})

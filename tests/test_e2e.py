@@ -97,6 +97,9 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     assert re.search(r"✓ Trainer finished in \d+\.\d s", result.stdout)
     # No Beam component built a package of TFX for remote workers (and left it in /tmp).
     assert "Attempting to infer TFX Python dependency" not in result.stdout + result.stderr
+    # The runner set TensorFlow's threads before it started; the Trainer found them in effect.
+    assert "intra_op_threads: TensorFlow ops use 1 host thread(s) each" in result.stderr
+    assert "intra_op_threads: TensorFlow already started" not in result.stderr
     probabilities = _serve(serving / version, rows)
     assert probabilities.shape == (20, 1)
     assert np.all((probabilities >= 0) & (probabilities <= 1))

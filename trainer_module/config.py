@@ -140,6 +140,11 @@ class RuntimeConfig:
     export_parity_tolerance: the largest difference allowed between the exported model's
       predictions and the trained model's on the same raw eval examples (probabilities, or the
       label's standard deviations for regression); beyond it the Trainer fails.
+    intra_op_threads: host threads one TensorFlow op may split its work over; 0 → 1 where the
+      CPU trains, TensorFlow's default (one per core) where a GPU or TPU does. The CPU step is
+      many small ops: split across cores, each waits for its slowest part, while unsplit they
+      run side by side on the inter-op threads (trainer_module/host_threads.py has the
+      measurement). TensorFlow fixes it when it starts: the local runner applies it first.
     """
 
     strategy: str = "auto"
@@ -149,6 +154,7 @@ class RuntimeConfig:
     jit_compile: bool = False
     profile_steps: tuple[int, ...] = ()
     export_parity_tolerance: float = 0.02
+    intra_op_threads: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "profile_steps", tuple(self.profile_steps))
@@ -167,6 +173,7 @@ class RuntimeConfig:
                 f"profile_steps={steps!r}: expected two train steps 'first,last' with "
                 "1 <= first <= last, e.g. 100,120")
         _check_fraction("export_parity_tolerance", self.export_parity_tolerance, low_open=True)
+        _check_int("intra_op_threads", self.intra_op_threads, minimum=0)
 
     @property
     def tpu_required(self) -> bool:

@@ -8,7 +8,7 @@ import tf_keras
 from absl import logging
 from tfx.components.trainer.fn_args_utils import FnArgs
 
-from trainer_module import data, export, model, parity, tasks, warm_start
+from trainer_module import data, export, host_threads, model, parity, tasks, warm_start
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.executor import RAW_EVAL_FILES_KEY
@@ -62,6 +62,7 @@ def run_fn(fn_args: FnArgs) -> None:
       parity.ExportParityError: the export does not answer as the trained model does.
     """
     config = TrainerConfig.from_custom_config(fn_args.custom_config)
+    host_threads.apply(config)
     spec = DatasetSpec.from_custom_config(fn_args.custom_config)
     raw_eval_files = _raw_eval_files(fn_args)
     plan = make_plan(config, spec, fn_args.train_steps)
