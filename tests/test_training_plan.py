@@ -201,6 +201,22 @@ def _plan(transformed_data, **settings) -> plan.TrainingPlan:
                           transformed_data.spec, 16, dist=tf.distribute.get_strategy())
 
 
+def test_the_train_step_is_traced_once_and_updates_with_fused_adam(transformed_data):
+    """The optimizer's slots exist before fit (else the train function is traced twice), and
+    each variable takes one fused Adam update, not a chain of small ops."""
+    training = _plan(transformed_data)
+    tft_output = tft.TFTransformOutput(transformed_data.transform_dir)
+    keras_model = training.compiled_model(tft_output)
+    train_ds, _ = training.datasets(transformed_data.train_files, transformed_data.eval_files,
+                                    tft_output.transformed_feature_spec())
+    keras_model.fit(train_ds, epochs=1, steps_per_epoch=training.steps_per_execution, verbose=0)
+    assert keras_model.train_function.experimental_get_tracing_count() == 1
+    graph_def = keras_model.train_function.get_concrete_function(
+        iter(train_ds)).graph.as_graph_def()
+    ops = [node.op for function in graph_def.library.function for node in function.node_def]
+    assert ops.count("ResourceApplyAdam") == len(keras_model.trainable_variables)
+
+
 def test_warm_start_loads_the_baselines_weights_before_the_first_step(transformed_data,
                                                                       baseline):
     tft_output = tft.TFTransformOutput(transformed_data.transform_dir)
