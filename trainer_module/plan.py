@@ -69,7 +69,7 @@ class WarmupRate(tf_keras.optimizers.schedules.LearningRateSchedule):
 
 def adam(learning_rate: tf_keras.optimizers.schedules.LearningRateSchedule
          ) -> tf_keras.optimizers.legacy.Adam:
-    """Adam as Keras' legacy optimizer, which updates each dense variable with one fused
+    """Adam as Keras' legacy optimizer, which updates each variable with one fused
     kernel (ResourceApplyAdam) where the current one runs about ten small ops per variable.
 
     On the CPU a train step of a small model is mostly per-op cost: the taxi model (21
