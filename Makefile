@@ -48,19 +48,19 @@ dataset: venv
 
 # Benchmarks (40–60 minutes on 2 cores): generated 10× and 100× data, this project's DAG at
 # 1×/10×/100×, the TFX taxi template's DAG, input and training throughput. Results go to
-# bench/results/ and the README's table. BENCH_ARGS passes options (python -m bench.run -h).
+# bench/results/ and docs/benchmarks.md. BENCH_ARGS passes options (python -m bench.run -h).
 bench: venv
-	$(BIN)/python -m bench.run --update-readme $(BENCH_ARGS)
+	$(BIN)/python -m bench.run --update-docs $(BENCH_ARGS)
 
 # Model quality alone (about 2 minutes): each shipped dataset's DAG beside scikit-learn's
 # HistGradientBoosting on the same train/eval rows; make bench does it too.
 bench-quality: venv
-	$(BIN)/python -m bench.quality --update-readme
+	$(BIN)/python -m bench.quality --update-docs
 
-# The times the README quotes (a fresh run, the cached rerun, a bad setting; TESTS=1: make test
-# as well), measured on this machine and written into the README.
+# The times docs/benchmarks.md quotes (a fresh run, the cached rerun, a bad setting; TESTS=1:
+# make test as well), measured on this machine and written into that page.
 figures: venv
-	$(BIN)/python -m bench.figures --update-readme $(if $(TESTS),--tests)
+	$(BIN)/python -m bench.figures --update-docs $(if $(TESTS),--tests)
 
 # The report test opens pages in headless Chromium through ChromeDriver (Debian packages).
 browser:
@@ -76,7 +76,7 @@ test: venv browser
 
 # The HTML report of the latest run in output/ (or OUTPUT_DIR); `make run` writes it too.
 report: venv
-	$(BIN)/python -m pipeline.report $(DATASET_ARGS)
+	$(BIN)/python -m pipeline.runs.report $(DATASET_ARGS)
 
 # The end-to-end DAG runs alone.
 test-e2e: venv browser
@@ -93,20 +93,20 @@ schema: venv
 		$(if $(DATA_DIR),--data-dir "$(DATA_DIR)")
 
 # Vertex AI Pipelines (TARGET=vertex, the default) or Kubeflow Pipelines 2 (TARGET=kfp):
-# settings from CLOUD_CONFIG (a TOML file, see pipeline/cloud.example.toml) and/or environment
-# variables; the spec goes to build/$(TARGET)/<pipeline_name>.json.
+# settings from CLOUD_CONFIG (a TOML file, see pipeline/cloud/cloud.example.toml) and/or
+# environment variables; the spec goes to build/$(TARGET)/<pipeline_name>.json.
 TARGET ?= vertex
 CLOUD_ARGS = --target $(TARGET) $(if $(CLOUD_CONFIG),--config "$(CLOUD_CONFIG)")
 compile: venv
-	$(BIN)/python pipeline/kubeflow_v2_runner.py $(CLOUD_ARGS)
+	$(BIN)/python pipeline/cloud/kubeflow_v2_runner.py $(CLOUD_ARGS)
 
 # Every offline check of a cloud run against its backend's rules, one line each.
 preflight: venv
-	$(BIN)/python -m pipeline.preflight $(CLOUD_ARGS)
+	$(BIN)/python -m pipeline.cloud.preflight $(CLOUD_ARGS)
 
 # Preflight, compile, then send (DRY_RUN=1 prints the request and sends nothing).
 submit: preflight compile
-	$(BIN)/python -m pipeline.submit $(CLOUD_ARGS) $(if $(DRY_RUN),--dry-run)
+	$(BIN)/python -m pipeline.cloud.submit $(CLOUD_ARGS) $(if $(DRY_RUN),--dry-run)
 
 image:
 	@test -n "$(PIPELINE_IMAGE)" || { echo "set PIPELINE_IMAGE, e.g. us-docker.pkg.dev/<project>/tfx/taxi-tpu:1.0"; exit 2; }
@@ -133,5 +133,5 @@ clean:
 # An output dir's pushed models and run history cannot be rebuilt: this lists them, and deletes
 # them only with CONFIRM=1 (OUTPUT_DIR: default output/).
 clean-outputs: venv
-	$(BIN)/python -m pipeline.outputs $(if $(OUTPUT_DIR),--output-dir "$(OUTPUT_DIR)") \
+	$(BIN)/python -m pipeline.runs.outputs $(if $(OUTPUT_DIR),--output-dir "$(OUTPUT_DIR)") \
 		$(if $(CONFIRM),--confirm)

@@ -15,8 +15,8 @@ import sys
 import threading
 import time
 
-from pipeline import eval_results, run_summary
 from pipeline.pipeline_config import REPO_ROOT
+from pipeline.runs import eval_results, run_summary
 
 RUNNER = os.path.join(REPO_ROOT, "pipeline", "local_runner.py")
 TEMPLATE_NAME = "taxi-template"

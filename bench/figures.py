@@ -1,11 +1,11 @@
-"""`make figures`: the times the README quotes, measured again and written into it.
+"""`make figures`: the times docs/benchmarks.md quotes, measured again and written into it.
 
-    python -m bench.figures [--tests] [--update-readme]
+    python -m bench.figures [--tests] [--update-docs]
 
 A fresh run of the taxi DAG (its printed summary, component times included), the unchanged
 rerun after it, a run stopped by a bad setting, and with --tests the whole `make test` suite:
 each timed as wall-clock seconds of the command a user types, on this machine, into
-bench/results/figures.json and the README's figures block.
+bench/results/figures.json and the figures block of docs/benchmarks.md.
 """
 
 import argparse
@@ -17,12 +17,11 @@ import sys
 import tempfile
 import time
 
-from bench import results
-from bench.run import README, RESULTS_DIR
+from bench import paths, report
 from pipeline.pipeline_config import REPO_ROOT
 
 RUNNER = os.path.join(REPO_ROOT, "pipeline", "local_runner.py")
-README_BEGIN, README_END = "<!-- figures:begin -->", "<!-- figures:end -->"
+BLOCK_BEGIN, BLOCK_END = "<!-- figures:begin -->", "<!-- figures:end -->"
 
 
 def _timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, str, int]:
@@ -33,7 +32,7 @@ def _timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float
 
 
 def measure(with_tests: bool) -> dict:
-    figures: dict = {**results.stamp()}
+    figures: dict = {**report.stamp()}
     with tempfile.TemporaryDirectory() as output:
         runner = [sys.executable, RUNNER, "--output-dir", output]
         seconds, out, code = _timed(runner)
@@ -78,16 +77,16 @@ def markdown(figures: dict) -> str:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", action="store_true", help="time `make test` too (~10 min)")
-    parser.add_argument("--update-readme", action="store_true")
-    parser.add_argument("--results-dir", default=RESULTS_DIR)
+    parser.add_argument("--update-docs", action="store_true")
+    parser.add_argument("--results-dir", default=paths.RESULTS_DIR)
     args = parser.parse_args(argv)
     figures = measure(args.tests)
     os.makedirs(args.results_dir, exist_ok=True)
     with open(os.path.join(args.results_dir, "figures.json"), "w", encoding="utf-8") as f:
         json.dump(figures, f, indent=2)
     text = markdown(figures)
-    if args.update_readme:
-        results.replace_block(README, README_BEGIN, README_END, text)
+    if args.update_docs:
+        report.replace_block(paths.BENCHMARKS_DOC, BLOCK_BEGIN, BLOCK_END, text)
     print(text)
     return 0
 

@@ -12,7 +12,8 @@ import os
 
 import numpy as np
 
-from pipeline import eval_results, names, run_summary
+from pipeline import names
+from pipeline.runs import eval_results, run_summary
 from trainer_module import tasks
 from trainer_module.dataset_spec import DatasetSpec
 
@@ -119,7 +120,7 @@ def compare(metadata_path: str, pipeline_name: str, spec: DatasetSpec) -> dict:
 
 
 SHIPPED_DATASETS = ("taxi", "penguins")
-README_BEGIN, README_END = "<!-- quality:begin -->", "<!-- quality:end -->"
+BLOCK_BEGIN, BLOCK_END = "<!-- quality:begin -->", "<!-- quality:end -->"
 
 
 def run_shipped(work_dir: str, reuse: dict[str, str] | None = None) -> list[dict]:
@@ -155,10 +156,10 @@ def markdown(compared: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def publish(compared: list[dict], results_dir: str, readme: str | None) -> None:
+def publish(compared: list[dict], results_dir: str, doc: str | None) -> None:
     import json
 
-    from bench import results
+    from bench import report
 
     os.makedirs(results_dir, exist_ok=True)
     with open(os.path.join(results_dir, "quality.json"), "w", encoding="utf-8") as f:
@@ -166,22 +167,22 @@ def publish(compared: list[dict], results_dir: str, readme: str | None) -> None:
     table = markdown(compared)
     with open(os.path.join(results_dir, "quality.md"), "w", encoding="utf-8") as f:
         f.write(table + "\n")
-    if readme:
-        results.replace_block(readme, README_BEGIN, README_END, table)
+    if doc:
+        report.replace_block(doc, BLOCK_BEGIN, BLOCK_END, table)
 
 
 def main(argv: list[str]) -> int:
     import argparse
 
-    from bench import run as bench_run
+    from bench import paths
 
     parser = argparse.ArgumentParser(description="Model quality of each shipped dataset "
                                      "against HistGradientBoosting on the same rows.")
-    parser.add_argument("--results-dir", default=bench_run.RESULTS_DIR)
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--results-dir", default=paths.RESULTS_DIR)
+    parser.add_argument("--update-docs", action="store_true")
     args = parser.parse_args(argv)
-    compared = run_shipped(bench_run.WORK_DIR)
-    publish(compared, args.results_dir, bench_run.README if args.update_readme else None)
+    compared = run_shipped(paths.WORK_DIR)
+    publish(compared, args.results_dir, paths.BENCHMARKS_DOC if args.update_docs else None)
     print(markdown(compared))
     return 0
 

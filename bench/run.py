@@ -1,7 +1,7 @@
 """`make bench`: generate data, run both DAGs, measure the input pipeline and training, write
-bench/results/ (JSON, Markdown, PNG) and the README's table.
+bench/results/ (JSON, Markdown, PNG) and the table in docs/benchmarks.md.
 
-    python -m bench.run [--scales 1,10,100] [--repetitions 5] [--update-readme]
+    python -m bench.run [--scales 1,10,100] [--repetitions 5] [--update-docs]
 
 Order matters on a small machine: the DAG runs (separate processes) come first, the in-process
 throughput measurements last, so no measurement shares the CPU with another.
@@ -17,14 +17,13 @@ import subprocess
 import sys
 import time
 
-from bench import dag, generate, results, trainer_memory
-from pipeline import names, run_summary
+from bench import dag, generate, paths, report, trainer_memory
+from pipeline import names
 from pipeline.pipeline_config import REPO_ROOT
+from pipeline.runs import run_summary
 
-WORK_DIR = os.path.join(REPO_ROOT, "bench", "work")
-RESULTS_DIR = os.path.join(REPO_ROOT, "bench", "results")
-README = os.path.join(REPO_ROOT, "README.md")
-README_BEGIN, README_END = "<!-- bench:begin -->", "<!-- bench:end -->"
+WORK_DIR = paths.WORK_DIR
+BLOCK_BEGIN, BLOCK_END = "<!-- bench:begin -->", "<!-- bench:end -->"
 BASE_TRAIN_STEPS = 1000  # on the shipped data, as the TFX template trains by default
 
 
@@ -110,13 +109,13 @@ def run_anchor(ours: dag.DagRun, template: dag.DagRun, pairs: list[dict]) -> dic
     each DAG's model from its run at this scale."""
     def median(who: str, node: str) -> float | None:
         values = [p[f"{who}_seconds"][node] for p in pairs if node in p[f"{who}_seconds"]]
-        return results.median(values) if values else None
+        return report.median(values) if values else None
 
     stages = [{"template_node": t, "project_node": p, "template": median("template", t),
                "project": median("project", p)} for t, p in dag.STAGES.items()]
     return {"rows": ours.rows, "train_steps": ours.train_steps, "stages": stages,
-            "template_total": results.median([p["template_components"] for p in pairs]),
-            "project_total": results.median([p["project_components"] for p in pairs]),
+            "template_total": report.median([p["template_components"] for p in pairs]),
+            "project_total": report.median([p["project_components"] for p in pairs]),
             "template_blessed": template.blessed,
             "template_batch": template.train_batch, "project_batch": ours.train_batch,
             "template_accuracy": template.eval_accuracy,
@@ -286,8 +285,8 @@ def measure(graph_dir: str, files: list[str], config, spec, repetitions: int,
     return input_result, fit_result
 
 
-def update_readme(markdown: str, readme: str = README) -> None:
-    results.replace_block(readme, README_BEGIN, README_END, markdown)
+def update_doc(markdown: str, doc: str = paths.BENCHMARKS_DOC) -> None:
+    report.replace_block(doc, BLOCK_BEGIN, BLOCK_END, markdown)
 
 
 def parse_scales(flag: str, text: str) -> list[float]:
@@ -317,23 +316,23 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--wall-pairs", type=int, default=3,
                         help="whole-process runs of each DAG on the shipped data, alternating; "
                              "the shipped-data targets are their medians")
-    parser.add_argument("--results-dir", default=RESULTS_DIR)
-    parser.add_argument("--update-readme", action="store_true")
+    parser.add_argument("--results-dir", default=paths.RESULTS_DIR)
+    parser.add_argument("--update-docs", action="store_true")
     parser.add_argument("--from-json", metavar="BENCH_JSON",
-                        help="measure nothing: write the table, chart (and README) again from "
+                        help="measure nothing: write the table, chart (and docs page) again from "
                              "an earlier bench.json")
     args = parser.parse_args(argv)
     if args.from_json:
         with open(args.from_json) as f:
-            return _publish(json.load(f), args.results_dir, args.update_readme)
+            return _publish(json.load(f), args.results_dir, args.update_docs)
     try:
         scales = parse_scales("--scales", args.scales)
         template_scales = parse_scales("--template-scales",
                                        args.template_scales or args.scales)
     except ValueError as e:
         parser.error(str(e))
-    if args.repetitions < 5 and args.update_readme:
-        parser.error("the README's table needs --repetitions 5 or more")
+    if args.repetitions < 5 and args.update_docs:
+        parser.error("the docs' table needs --repetitions 5 or more")
 
     if not args.no_anchor and 1 not in scales:
         parser.error("the anchor compares with the run on the shipped data: add 1 to --scales, "
@@ -351,7 +350,7 @@ def main(argv: list[str]) -> int:
 
     # The throughput measured in this process runs with the Trainer's threads.
     host_threads.apply(TrainerConfig.create())
-    result = results.stamp()
+    result = report.stamp()
     started = time.monotonic()
     runs = run_scales(scales, args.train_steps)
     templates = {} if args.no_anchor else run_template_scales(template_scales, runs)
@@ -368,7 +367,7 @@ def main(argv: list[str]) -> int:
     shipped = [o for t, o, _ in runs if t == 1 and args.train_steps == BASE_TRAIN_STEPS]
     reuse = {"taxi": shipped[0]} if shipped else {}
     quality.publish(quality.run_shipped(WORK_DIR, reuse=reuse), args.results_dir,
-                    README if args.update_readme else None)
+                    paths.BENCHMARKS_DOC if args.update_docs else None)
     predictions = measure_predict(runs)
     if predictions:
         result["predict"] = predictions
@@ -377,15 +376,15 @@ def main(argv: list[str]) -> int:
                                              PipelineConfig().dataset_spec(), args.repetitions,
                                              args.fit_steps)
     result["bench_seconds"] = time.monotonic() - started
-    return _publish(result, args.results_dir, args.update_readme)
+    return _publish(result, args.results_dir, args.update_docs)
 
 
-def _publish(result: dict, results_dir: str, readme: bool) -> int:
-    for path in results.write(result, results_dir):
+def _publish(result: dict, results_dir: str, update_doc_page: bool) -> int:
+    for path in report.write(result, results_dir):
         _say(f"wrote {path}")
-    if readme:
-        update_readme(results.markdown(result))
-        _say(f"updated the table in {README}")
+    if update_doc_page:
+        update_doc(report.markdown(result))
+        _say(f"updated the table in {paths.BENCHMARKS_DOC}")
     return 0
 
 

@@ -16,8 +16,9 @@ import subprocess
 import sys
 import tempfile
 
-from pipeline import names, run_summary
+from pipeline import names
 from pipeline.env_settings import from_env
+from pipeline.runs import run_summary
 
 MARKER = "TRAINER MEMORY "
 CACHE_PREFIX = "Input cache: "

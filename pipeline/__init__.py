@@ -1,1 +1,3 @@
-"""The pipeline: its config, the DAG defined once, and thin runners per orchestrator."""
+"""The pipeline: the DAG defined once (dag.py), its config, the local runner and the command
+-line tools. components/ holds what the images execute, cloud/ what compiles and submits a
+cloud run, runs/ what reads a finished run back. Imports trainer_module/, never bench/."""

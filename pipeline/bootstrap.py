@@ -18,8 +18,9 @@ import math
 import os
 import sys
 
-from pipeline import csv_check, datasets
+from pipeline import console, csv_check, datasets
 from pipeline.errors import ConfigError
+from pipeline.pipeline_config import DEFAULT_OUTPUT_DIR
 from trainer_module import tasks
 from trainer_module.features import NUMERIC_TYPES
 
@@ -296,11 +297,25 @@ def main(argv: list[str]) -> int:
             raise ConfigError(f"{folder} already holds a spec: it may be reviewed work; pass "
                               "FORCE=1 (--force) to overwrite it, or choose another NAME")
         csv_check.check_data_dir(args.data_dir, [], "(no schema yet)")
-        schema, spec_text, decisions = propose(args.name, os.path.abspath(args.data_dir),
-                                               args.label, args.task)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    output_dir = os.environ.get("OUTPUT_DIR") or DEFAULT_OUTPUT_DIR
+    with console.session(output_dir, "dataset") as log:
+        try:
+            schema, spec_text, decisions = propose(args.name, os.path.abspath(args.data_dir),
+                                                   args.label, args.task)
+        except ConfigError as e:
+            console.error(f"error: {e}")
+            return 2
+        except Exception:
+            console.show_tail(log)
+            raise
+        return _write(folder, args, schema, spec_text, decisions)
+
+
+def _write(folder: str, args: argparse.Namespace, schema, spec_text: str,
+           decisions: list[str]) -> int:
     import tensorflow_data_validation as tfdv
 
     os.makedirs(folder, exist_ok=True)
@@ -310,7 +325,7 @@ def main(argv: list[str]) -> int:
     try:
         datasets.load_spec(folder)
     except ConfigError as e:  # what we wrote must be what the pipeline reads
-        print(f"error: the written spec does not load: {e}", file=sys.stderr)
+        console.error(f"error: the written spec does not load: {e}")
         return 1
     print("\n".join(decisions))
     print(f"Wrote {folder}/{datasets.SPEC_FILE} and {datasets.SCHEMA_FILE}: review them, then "

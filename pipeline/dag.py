@@ -1,7 +1,6 @@
 """The TFX DAG, defined once: every runner (local, Kubeflow v2, Vertex) calls `create_pipeline`."""
 
 import dataclasses
-import hashlib
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -15,26 +14,22 @@ from tfx.orchestration.metadata import sqlite_metadata_connection_config
 from tfx.orchestration.pipeline import Pipeline
 from tfx.proto import example_gen_pb2, pusher_pb2, trainer_pb2
 
-from pipeline import eval_metrics, names
-from pipeline.anomaly_gate import AnomalyGate
-from pipeline.baseline_resolver import baseline_resolver, latest_blessed_model
-from pipeline.csv_examples import CsvExampleGen
+from pipeline import names
+from pipeline.cache_keys import file_hash, key_step
+from pipeline.components import eval_metrics
+from pipeline.components.anomaly_gate import AnomalyGate
+from pipeline.components.baseline_resolver import baseline_resolver, latest_blessed_model
+from pipeline.components.evaluator import Evaluator
+from pipeline.components.example_gen import CsvExampleGen
+from pipeline.components.import_schema_gen import ImportSchemaGen
+from pipeline.components.pusher import StagedPusher
+from pipeline.components.served_model import served_model
+from pipeline.components.trainer import Trainer
 from pipeline.pipeline_config import REPO_ROOT, ConfigError, PipelineConfig, is_remote
-from pipeline.schema_import import ImportSchemaGen
-from pipeline.served_model import Evaluator, served_model
-from pipeline.source_hash import CODE_VERSION_KEY, file_hash, module_hash
-from pipeline.staged_pusher import StagedPusher
-from pipeline.trainer_component import Trainer
 from trainer_module.dataset_spec import DatasetSpec, Threshold
 
 PREPROCESSING_FN = "trainer_module.preprocessing.preprocessing_fn"
 RUN_FN = "trainer_module.run.run_fn"
-TRAINER_PACKAGE = os.path.join(REPO_ROOT, "trainer_module")
-# What Transform's output depends on besides the data and the spec: editing the model, the
-# strategy or the export re-runs the Trainer onward, never Transform.
-PREPROCESSING_MODULES = ("preprocessing.py", "features.py", "dataset_spec.py", "tasks.py")
-# The pipeline modules the Trainer's step runs besides trainer_module.
-TRAINER_STEP_MODULES = ("pipeline.trainer_component", "pipeline.vertex_trainer")
 
 
 def csv_input_config() -> example_gen_pb2.Input:
@@ -42,23 +37,6 @@ def csv_input_config() -> example_gen_pb2.Input:
     by hash, train 2 : eval 1, TFX's default)."""
     return example_gen_pb2.Input(
         splits=[example_gen_pb2.Input.Split(name="csv", pattern="*.csv")])
-
-
-def code_version(modules: tuple[str, ...] | None = None) -> str:
-    """Hash of trainer_module's sources (or of `modules` in it): a code change invalidates the
-    caches of the components that run it."""
-    modules = modules or tuple(n for n in os.listdir(TRAINER_PACKAGE) if n.endswith(".py"))
-    digest = hashlib.sha256()
-    for name in sorted(modules):
-        digest.update(name.encode())
-        with open(os.path.join(TRAINER_PACKAGE, name), "rb") as f:
-            digest.update(f.read())
-    return digest.hexdigest()[:16]
-
-
-def trainer_code_version() -> str:
-    """The Trainer step's code hash: trainer_module's and the pipeline modules it runs."""
-    return f"{code_version()}-{module_hash(*TRAINER_STEP_MODULES)}"
 
 
 def _threshold(spec: DatasetSpec, threshold: Threshold) -> tfma.MetricThreshold:
@@ -119,7 +97,7 @@ class KubeflowTarget:
       with these arguments (worker pool spec with the TPU machine and the TPU trainer image).
     resolvers: whether the orchestrator runs TFX resolvers (Vertex AI does; Kubeflow Pipelines'
       backend refuses them, so there the baseline and the warm-start model come from the
-      serving dir: pipeline/served_model.py).
+      serving dir: pipeline/components/served_model.py).
     vertex_serving_args / serving_image: when set, TFX's Vertex Pusher uploads each blessed
       model to the Model Registry with this prediction image and deploys it to an endpoint
       with these `aiplatform.Model.deploy` arguments (endpoint_name, machine type, replicas,
@@ -206,8 +184,9 @@ def create_pipeline(config: PipelineConfig,
     Local runs (kubeflow=None) keep ML Metadata in the SQLite file under the output dir.
     Kubeflow/Vertex runs use the orchestrator's metadata and paths inside the image; Vertex
     runs TFX's built-in baseline resolver (the only kind it compiles; see
-    pipeline/baseline_resolver.py), Kubeflow Pipelines, which runs no resolvers, the newest
-    model in the serving dir (pipeline/served_model.py). With config.bigquery_query,
+    pipeline/components/baseline_resolver.py), Kubeflow Pipelines, which runs no resolvers, the
+    newest model in the serving dir (pipeline/components/served_model.py). With
+    config.bigquery_query,
     BigQueryExampleGen reads the examples instead of CsvExampleGen.
 
     Args:
@@ -254,8 +233,7 @@ def create_pipeline(config: PipelineConfig,
     anomaly_gate = AnomalyGate(anomalies=example_validator.outputs[names.ANOMALIES],
                                statistics=statistics_gen.outputs[names.STATISTICS],
                                label_columns=",".join(label_columns),
-                               missing_labels=spec.missing_labels,
-                               code_version=module_hash("pipeline.anomaly_gate"))
+                               missing_labels=spec.missing_labels)
     transform = Transform(
         examples=example_gen.outputs[names.EXAMPLES],
         schema=schema_gen.outputs[names.SCHEMA],
@@ -268,19 +246,17 @@ def create_pipeline(config: PipelineConfig,
         disable_statistics=True,
         force_tf_compat_v1=True,
         disable_analyzer_cache=True,
-        custom_config={**spec.to_custom_config(),
-                       CODE_VERSION_KEY: code_version(PREPROCESSING_MODULES)},
+        custom_config=spec.to_custom_config(),
     )
     transform.add_upstream_node(anomaly_gate)
-    trainer_config = {**config.trainer.to_custom_config(), **spec.to_custom_config(),
-                      CODE_VERSION_KEY: trainer_code_version()}
+    trainer_config = {**config.trainer.to_custom_config(), **spec.to_custom_config()}
     make_trainer = Trainer
     if kubeflow is not None and kubeflow.vertex_training_args:
         # The Trainer step submits a Vertex AI CustomJob (the TPU machine, the TPU trainer
         # image) that runs run_fn, and waits for it.
         from tfx.v1.extensions import google_cloud_ai_platform as vertex
 
-        from pipeline.vertex_trainer import vertex_trainer
+        from pipeline.components.vertex_trainer import vertex_trainer
 
         make_trainer = vertex_trainer
         trainer_config.update({
@@ -323,12 +299,15 @@ def create_pipeline(config: PipelineConfig,
                      evaluator.outputs[names.BLESSING])
     batch_predict = (_batch_predict(kubeflow.batch_predict_uri, spec, trainer, evaluator)
                      if kubeflow is not None and kubeflow.batch_predict_uri else [])
+    components = [example_gen, statistics_gen, schema_gen, example_validator, anomaly_gate,
+                  transform, *([warm_start] if warm_start else []), trainer, model_resolver,
+                  evaluator, pusher, *batch_predict]
+    for component in components:
+        key_step(component)
     return Pipeline(
         pipeline_name=config.pipeline_name,
         pipeline_root=config.pipeline_root,
-        components=[example_gen, statistics_gen, schema_gen, example_validator, anomaly_gate,
-                    transform, *([warm_start] if warm_start else []), trainer, model_resolver,
-                    evaluator, pusher, *batch_predict],
+        components=components,
         enable_cache=config.enable_cache,
         metadata_connection_config=None if kubeflow is not None else (
             sqlite_metadata_connection_config(config.metadata_path)),

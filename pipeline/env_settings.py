@@ -12,6 +12,9 @@ from pipeline.errors import ConfigError
 from pipeline.pipeline_config import PipelineConfig, is_remote
 from trainer_module.config import TrainerConfig, TrainerConfigError
 
+# Variable → PipelineConfig field, by how the value is read.
+_ENV_NAMES = {"DATASET": "dataset", "PIPELINE_NAME": "pipeline_name", "DATA_DIR": "data_dir",
+              "OUTPUT_DIR": "output_dir"}
 _ENV_INTS = {"TRAIN_STEPS": "train_steps", "EVAL_STEPS": "eval_steps"}
 _ENV_FLOATS = {
     "MIN_EVAL_ACCURACY": "min_eval_accuracy",
@@ -33,8 +36,7 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: object) -> Pipel
     env = os.environ if env is None else env
     values: dict[str, object] = {}
     trainer: dict[str, object] = {}
-    for var, field in (("DATASET", "dataset"), ("PIPELINE_NAME", "pipeline_name"),
-                       ("DATA_DIR", "data_dir"), ("OUTPUT_DIR", "output_dir")):
+    for var, field in _ENV_NAMES.items():
         if env.get(var):
             keep = field in ("pipeline_name", "dataset") or is_remote(env[var])
             values[field] = env[var] if keep else os.path.abspath(env[var])

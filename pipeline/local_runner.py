@@ -7,6 +7,9 @@
 Settings come from flags, else environment variables (DATASET, DATA_DIR, OUTPUT_DIR, ...:
 see pipeline/env_settings.py), else defaults.
 
+By default the terminal shows what the run will do, each component as it starts and ends, and
+the summary; everything else goes to OUTPUT_DIR/logs/ (VERBOSE=1 shows it all: pipeline/console.py).
+
 Exit codes: 0 the run finished (blessed and pushed, or not blessed and nothing pushed: the
 summary says which); 1 a component failed; 2 a setting is invalid (nothing ran); 3 another run
 is using the same output dir (nothing ran).
@@ -15,12 +18,12 @@ is using the same output dir (nothing ran).
 import argparse
 import logging as py_logging
 import os
-import re
 import sys
 
-from pipeline import run_lock, run_summary, store_check
+from pipeline import console
 from pipeline.env_settings import from_env
 from pipeline.pipeline_config import ConfigError, PipelineConfig
+from pipeline.runs import run_lock, run_summary, store_check
 
 # TensorFlow and TFX take ~15 s to import: they load only after the settings and the output
 # dir's lock are checked, so a bad setting or a busy output dir is reported in about a second.
@@ -78,7 +81,8 @@ def main(argv: list[str]) -> int:
     try:
         with run_lock.exclusive_run(config.output_dir):
             store_check.check_store(config.metadata_path)
-            return _run(config)
+            with console.session(config.output_dir, "run") as log:
+                return _run(config, log)
     except run_lock.RunInProgressError as e:
         print(f"error: {e}", file=sys.stderr)
         return 3
@@ -87,33 +91,7 @@ def main(argv: list[str]) -> int:
         return 2
 
 
-class ComponentProgress(py_logging.Handler):
-    """Prints each component as it starts and finishes, with its duration.
-
-    The local orchestrator logs "Component X is running." / "... is finished." through absl;
-    those lines are what a person watching a run wants, without the rest of the INFO log.
-    """
-
-    _EVENT = re.compile(r"^Component (\S+) is (running|finished)\.$")
-
-    def __init__(self) -> None:
-        super().__init__(py_logging.INFO)
-        self._started: dict[str, float] = {}
-
-    def emit(self, record: py_logging.LogRecord) -> None:
-        match = self._EVENT.match(record.getMessage())
-        if not match:
-            return
-        node, event = match.groups()
-        if event == "running":
-            self._started[node] = record.created
-            print(f"→ {node} started", flush=True)
-        else:
-            seconds = record.created - self._started.pop(node, record.created)
-            print(f"✓ {node} finished in {seconds:.1f} s", flush=True)
-
-
-def _run_dag(config: PipelineConfig) -> None:
+def _run_dag(config: PipelineConfig, bars: bool = False) -> None:
     from absl import logging
     from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
@@ -124,7 +102,7 @@ def _run_dag(config: PipelineConfig) -> None:
     host_threads.apply(config.trainer)
     beam_signatures.install()
     logging.set_verbosity(logging.INFO)
-    progress = ComponentProgress()
+    progress = console.ComponentProgress(bars)
     py_logging.getLogger("absl").addHandler(progress)
     try:
         LocalDagRunner().run(dag.create_pipeline(config))
@@ -132,7 +110,7 @@ def _run_dag(config: PipelineConfig) -> None:
         py_logging.getLogger("absl").removeHandler(progress)
 
 
-def _run(config: PipelineConfig) -> int:
+def _run(config: PipelineConfig, log: str | None) -> int:
     for execution in run_lock.cancel_abandoned_executions(config.metadata_path):
         print(f"Marked {execution} CANCELED: an earlier run stopped before it finished",
               flush=True)
@@ -144,7 +122,7 @@ def _run(config: PipelineConfig) -> int:
               f"{beam.get('direct_num_workers', '1')} worker(s)", flush=True)
     error = None
     try:
-        _run_dag(config)
+        _run_dag(config, bars=log is not None and sys.stdout.isatty())
     except Exception as e:  # the summary below names the failed component
         error = e
     summary = run_summary.latest_run(config.metadata_path, config.pipeline_name)
@@ -152,8 +130,10 @@ def _run(config: PipelineConfig) -> int:
         print(run_summary.format_summary(summary), flush=True)
         _write_report(config)
     if error is not None or summary is None or not summary.succeeded:
-        print(f"error: the pipeline run failed: {error or 'see the component states above'}",
-              file=sys.stderr)
+        failed = ", ".join(summary.failed_nodes) if summary else ""
+        console.error(f"error: the pipeline run failed{f' at {failed}' if failed else ''}: "
+                      f"{error or 'see the component states above'}")
+        console.show_tail(log)
         return 1
     return 0
 
@@ -161,20 +141,19 @@ def _run(config: PipelineConfig) -> int:
 def _write_report(config: PipelineConfig) -> None:
     """The HTML report of the run; a report that cannot be written is said, not hidden, but it
     does not change the run's exit code (the run's own outcome is already recorded)."""
-    from pipeline import report
+    from pipeline.runs import report
 
     try:
         print(f"Run report: {report.write_report(config)}", flush=True)
     except Exception as e:  # the report must not mask the run's own result
-        print(f"error: the run report could not be written: {type(e).__name__}: {e}",
-              file=sys.stderr, flush=True)
+        console.error(f"error: the run report could not be written: {type(e).__name__}: {e}")
 
 
 def exit_without_teardown(code: int) -> None:
     """Ends the process once everything is written, skipping the interpreter's teardown.
 
     MLMD commits each execution as it happens and the report is closed before this, but
-    finalizing the modules TensorFlow, TFX and Beam loaded adds ~2.5 s to every run.
+    finalizing the modules TensorFlow, TFX and Beam loaded adds seconds to every run.
     """
     py_logging.shutdown()
     sys.stdout.flush()

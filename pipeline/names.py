@@ -48,3 +48,6 @@ PUSHED_VERSION = "pushed_version"  # PushedModel: the version's folder name
 # Execution properties.
 PUSH_DESTINATION = "push_destination"  # Pusher: the PushDestination proto, as JSON
 CUSTOM_CONFIG = "custom_config"  # Transform, Trainer: their custom_config, as JSON
+CODE_VERSION = "code_version"  # a step's code hash (pipeline/cache_keys.py); in custom_config
+# for Transform and the Trainer
+SCHEMA_HASH = "schema_hash"  # ImportSchemaGen: the schema file's content hash

@@ -31,9 +31,8 @@ SERVING_DIR = "serving_model"
 PREDICTIONS_DIR = "predictions"  # make predict: one folder per run
 
 # Local Beam steps run in-process below this much CSV, and in one worker process per core from
-# it on: a worker costs seconds to start in every Beam step, which only larger data repays.
-# `make bench` on 2 cores: with 18 MB in-process was 10% faster over the whole DAG; with
-# 172 MB two workers took CsvExampleGen from 169 to 115 s and StatisticsGen from 47 to 30 s.
+# it on: a worker costs seconds to start in every Beam step, which only larger data repays
+# (docs/benchmarks.md has the measurements).
 MULTI_PROCESSING_MIN_BYTES = 64 * 2**20
 
 
@@ -46,14 +45,13 @@ def local_beam_args(data_dir: str, cores: int | None = None) -> tuple[str, ...]:
     else:
         mode = ("--direct_running_mode=in_memory", "--direct_num_workers=1")
     # Without a dependency flag, each TFX Beam executor copies the whole TFX install (~41 MB)
-    # into a new temp dir and builds an sdist of it for remote workers: 1.5 s per Beam
-    # component per run, and the copies are never deleted (tfx/utils/dependency_utils.py).
+    # into a new temp dir and builds an sdist of it for remote workers, in every Beam component
+    # of every run, and the copies are never deleted (tfx/utils/dependency_utils.py).
     # DirectRunner's workers run this venv and stage nothing; naming the lock the pipeline runs
     # with tells TFX the dependencies are given.
     # Beam pickles every DoFn when a transform is applied and again when the pipeline is
-    # translated; cloudpickle does it faster than dill (Beam's default): over 4 alternating
-    # pairs of shipped-data runs, the four Beam components took 1.5–6.0 s less in all (median
-    # 23.3 s against 26.9 s). Beam's workers read the choice from the pipeline options.
+    # translated; cloudpickle does it faster than dill (Beam's default). Beam's workers read
+    # the choice from the pipeline options.
     return (*mode, "--pickle_library=cloudpickle", f"--requirements_file={LOCK_FILE}")
 
 

@@ -16,7 +16,8 @@ import os
 import sys
 import time
 
-from pipeline import served_model
+from pipeline import console
+from pipeline.components import served_model
 from pipeline.env_settings import for_output_dir
 from pipeline.pipeline_config import PREDICTIONS_DIR, ConfigError
 
@@ -130,15 +131,28 @@ def main(argv: list[str]) -> int:
     try:
         config = for_output_dir(args.dataset, args.output_dir)
         model_dir = args.model_dir or latest_pushed_model(config.serving_model_dir)
-        summary = predict_folder(model_dir, os.path.abspath(args.data_dir), config.output_dir)
     except (ConfigError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    with console.session(config.output_dir, "predict") as log:
+        try:
+            summary = predict_folder(model_dir, os.path.abspath(args.data_dir),
+                                     config.output_dir)
+        except (ConfigError, FileNotFoundError) as e:
+            console.error(f"error: {e}")
+            return 2
+        except Exception:
+            console.show_tail(log)
+            raise
+        return _report(summary)
+
+
+def _report(summary: dict) -> int:
     print(f"Scored {summary['rows'] - summary['rejected']} of {summary['rows']} rows with "
           f"{summary['model']} ({summary['rows_per_second']} rows/s) into {summary['output']}")
     if summary["rejected"]:
-        print(f"{summary['rejected']} rows did not fit the model's inputs and were not scored: "
-              f"see {os.path.join(summary['output'], REJECTED_FILE)}", file=sys.stderr)
+        console.error(f"{summary['rejected']} rows did not fit the model's inputs and were not "
+                      f"scored: see {os.path.join(summary['output'], REJECTED_FILE)}")
         return 1
     return 0
 

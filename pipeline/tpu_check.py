@@ -11,9 +11,10 @@ import argparse
 import os
 import sys
 
-from pipeline import names, run_summary
+from pipeline import console, names
 from pipeline.env_settings import for_output_dir
 from pipeline.pipeline_config import ConfigError
+from pipeline.runs import run_summary
 
 
 def main(argv: list[str]) -> int:
@@ -35,12 +36,17 @@ def main(argv: list[str]) -> int:
               f"{config.metadata_path}: run `make run` (with the same OUTPUT_DIR and DATASET) "
               "first", file=sys.stderr)
         return 2
-    from trainer_module import tpu_check
+    with console.session(config.output_dir, "tpu-check") as log:
+        from trainer_module import tpu_check
 
-    report = tpu_check.check(graph.uri, os.path.join(examples.uri, "Split-train", "*"),
-                             config.trainer, spec)
-    print(report.format())
-    return 0 if report.ready else 1
+        try:
+            report = tpu_check.check(graph.uri, os.path.join(examples.uri, "Split-train", "*"),
+                                     config.trainer, spec)
+        except Exception:
+            console.show_tail(log)
+            raise
+        print(report.format())
+        return 0 if report.ready else 1
 
 
 if __name__ == "__main__":

@@ -171,9 +171,9 @@ def task_data(request) -> TransformedData:
 @pytest.fixture
 def cloud_env(monkeypatch):
     """The cloud settings of cloud_settings.CLOUD as environment variables, and no other."""
-    from pipeline import cloud_config
+    from pipeline.cloud import settings
 
-    for var in (*cloud_config.ENV_VARS, "CLOUD_CONFIG", "TARGET"):
+    for var in (*settings.ENV_VARS, "CLOUD_CONFIG", "TARGET"):
         monkeypatch.delenv(var, raising=False)
     for var, value in CLOUD.items():
         monkeypatch.setenv(var, value)

@@ -19,6 +19,14 @@ from pipeline import datasets
 from trainer_module.dataset_spec import DatasetSpec
 
 
+def write_csv(path, rows: list[dict[str, str]]) -> None:
+    """`rows` as a CSV file with a header, as a user's export looks."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 @dataclasses.dataclass(frozen=True)
 class DatasetRows:
     dataset: str  # a name under schemas/ or a folder

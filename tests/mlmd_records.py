@@ -1,6 +1,6 @@
 """Test helpers: what TFX recorded in a run's SQLite ML Metadata store, read directly.
 
-Tests read the store themselves rather than through pipeline/run_summary.py, so they check
+Tests read the store themselves rather than through pipeline/runs/run_summary.py, so they check
 TFX's own records, not the project's reading of them.
 """
 

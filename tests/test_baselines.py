@@ -1,9 +1,10 @@
-"""When a blessed model is a fair baseline: same label, same features (pipeline/baselines.py)."""
+"""When a blessed model is a fair baseline: same label, same features
+(pipeline/components/baselines.py)."""
 
 import copy
 
 from dataset_rows import PENGUINS, TAXI
-from pipeline.baselines import contract_difference
+from pipeline.components.baselines import contract_difference
 
 
 def _contract(spec) -> dict:

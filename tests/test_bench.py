@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pytest
 
-from bench import dag, generate, results
+from bench import dag, generate, report
 from bench import run as bench_run
 from dataset_rows import TAXI
 from pipeline.pipeline_config import PipelineConfig
@@ -92,8 +92,8 @@ def test_measurements_and_results_on_a_small_transform_output(transformed_data, 
     assert all(len(r["samples"]) == 2 for r in fit_result["rows"])
     assert 0 < fit_result["input_bound_fraction"] < 10
 
-    result = {**results.stamp(), "input": input_result, "fit": fit_result}
-    json_path, md_path, png_path = results.write(result, str(tmp_path))
+    result = {**report.stamp(), "input": input_result, "fit": fit_result}
+    json_path, md_path, png_path = report.write(result, str(tmp_path))
     with open(json_path) as f:
         assert json.load(f)["machine"]["cores"] == os.cpu_count()
     with open(md_path) as f:
@@ -135,11 +135,11 @@ def test_trainer_replay_reports_its_peak_memory_and_cache_decision(transformed_d
     assert measured["peak_rss_mb"] > 100  # TensorFlow alone takes more
     assert measured["cache"].startswith("train ~0.1 MB streamed from files")
 
-    result = {**results.stamp(), "scale": [
+    result = {**report.stamp(), "scale": [
         {"label": "shipped data", "rows": 1000, "train_steps": 8, "component_seconds": 10.0,
          "seconds": {}, "blessed": True, "eval_accuracy": 0.8,
          "trainer_memory": {"auto": measured, "none": measured}}]}
-    table = results.markdown(result)
+    table = report.markdown(result)
     assert f"| shipped data | {measured['peak_rss_mb']:,.0f} MB | train ~0.1 MB" in table
 
 
@@ -170,25 +170,25 @@ def test_batch_prediction_bench_scores_with_the_pushed_model(transformed_data, t
     assert measured["rows"] == len(rows) and measured["rejected"] == 0
     assert measured["rows_per_second"] > 0 and measured["wall_seconds"] > measured["seconds"]
     assert not os.listdir(output / "predictions")  # the scored copy is not kept
-    table = results.markdown({**results.stamp(), "predict": measured})
+    table = report.markdown({**report.stamp(), "predict": measured})
     assert f"{measured['rows']:,} rows in 1 CSV files" in table
 
 
-def test_readme_table_is_replaced_between_its_markers(tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"intro\n{bench_run.README_BEGIN}\nold\n{bench_run.README_END}\nrest\n")
-    bench_run.update_readme("| new | table |", str(readme))
-    assert readme.read_text() == (f"intro\n{bench_run.README_BEGIN}\n| new | table |\n"
-                                  f"{bench_run.README_END}\nrest\n")
-    readme.write_text("no markers\n")
+def test_docs_table_is_replaced_between_its_markers(tmp_path):
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text(f"intro\n{bench_run.BLOCK_BEGIN}\nold\n{bench_run.BLOCK_END}\nrest\n")
+    bench_run.update_doc("| new | table |", str(doc))
+    assert doc.read_text() == (f"intro\n{bench_run.BLOCK_BEGIN}\n| new | table |\n"
+                                  f"{bench_run.BLOCK_END}\nrest\n")
+    doc.write_text("no markers\n")
     with pytest.raises(ValueError, match="expected one"):
-        bench_run.update_readme("x", str(readme))
+        bench_run.update_doc("x", str(doc))
 
 
-def test_figures_table_names_each_command_and_replaces_its_readme_block(tmp_path):
+def test_figures_table_names_each_command_and_replaces_its_docs_block(tmp_path):
     from bench import figures
 
-    measured = {**results.stamp(),
+    measured = {**report.stamp(),
                 "first_run": {"seconds": 61.23, "summary": "Run 1:\n  Trainer  COMPLETE  9.0 s"},
                 "cached_rerun": {"seconds": 18.04, "cached_components": 9, "components": 10},
                 "bad_setting": {"seconds": 0.61, "exit_code": 2}}
@@ -197,10 +197,10 @@ def test_figures_table_names_each_command_and_replaces_its_readme_block(tmp_path
     assert "(9 of 10 components CACHED; the baseline lookup always runs) | 18.0 |" in text
     assert "| a run stopped by a bad setting (exit 2) | 0.6 |" in text
     assert "Trainer  COMPLETE  9.0 s" in text and "make_test" not in text
-    readme = tmp_path / "README.md"
-    readme.write_text(f"a\n{figures.README_BEGIN}\nold\n{figures.README_END}\nb\n")
-    results.replace_block(str(readme), figures.README_BEGIN, figures.README_END, text)
-    assert readme.read_text() == f"a\n{figures.README_BEGIN}\n{text}\n{figures.README_END}\nb\n"
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text(f"a\n{figures.BLOCK_BEGIN}\nold\n{figures.BLOCK_END}\nb\n")
+    report.replace_block(str(doc), figures.BLOCK_BEGIN, figures.BLOCK_END, text)
+    assert doc.read_text() == f"a\n{figures.BLOCK_BEGIN}\n{text}\n{figures.BLOCK_END}\nb\n"
 
 
 def _source_dir(tmp_path, header: list[str], rows: list[dict[str, str]]):
@@ -312,7 +312,7 @@ def test_targets_and_tables_state_each_speed_target_with_its_numbers():
              {"label": "100× shipped data", "rows": 10_000, "train_steps": 1000,
               "component_seconds": 2.0, "seconds": {}, "wall_seconds": 9.0, "blessed": True,
               "eval_accuracy": 0.91, "peak_rss_mb": {"Trainer": 1500.0}}]
-    result = {**results.stamp(), "scale": scale,
+    result = {**report.stamp(), "scale": scale,
               "anchor": {"rows": 100, "train_steps": 10, "stages": [], "project_total": 10.0,
                          "template_total": 20.0,
                          "whole_process": [
@@ -327,25 +327,25 @@ def test_targets_and_tables_state_each_speed_target_with_its_numbers():
                              "rerun": {"wall_seconds": 25.0, "seconds": {},
                                        "states": {"Transform": "CACHED", "Trainer": "COMPLETE",
                                                   "Evaluator": "COMPLETE"}}}}
-    met = {name: (measured, ok) for name, measured, ok in results.targets(result)}
+    met = {name: (measured, ok) for name, measured, ok in report.targets(result)}
     # Each pair's ratio (0.50, 0.90, 0.75), then their median: not the ratio of the medians.
     assert met["shipped data: component time ≤ 0.8× the TFX template's"] == (
         "median 0.75× over 3 alternating pairs (range 0.50–0.90; ours 10.0 s, template "
         "16.0 s)", True)
     result["anchor"]["whole_process"][2]["project_components"] = 13.0
-    assert not dict((n, ok) for n, _, ok in results.targets(result))[
+    assert not dict((n, ok) for n, _, ok in report.targets(result))[
         "shipped data: component time ≤ 0.8× the TFX template's"]
     result["anchor"]["whole_process"][2]["project_components"] = 12.0
-    wall = [(m, ok) for name, m, ok in results.targets(result) if "whole-process" in name]
+    wall = [(m, ok) for name, m, ok in report.targets(result) if "whole-process" in name]
     assert wall == [("median 0.75× over 3 alternating pairs (range 0.67–0.90; ours 21.0 s, "
                      "template 30.0 s)", True)]
     assert met["100× shipped data: rows/s ≥ 2× 1,587"] == ("5,000 rows/s (3.15×)", True)
-    edit = [(m, ok) for name, m, ok in results.targets(result) if "re-runs" in name]
+    edit = [(m, ok) for name, m, ok in report.targets(result) if "re-runs" in name]
     assert edit == [("ran again: Trainer, Evaluator; 25.0 s wall vs 40.0 s for the full run",
                      True)]
     result["edit_rerun"]["rerun"]["states"]["Transform"] = "COMPLETE"
-    assert [ok for name, _, ok in results.targets(result) if "re-runs" in name] == [False]
-    table = results.markdown({k: v for k, v in result.items() if k != "anchor"})  # no stages
+    assert [ok for name, _, ok in report.targets(result) if "re-runs" in name] == [False]
+    table = report.markdown({k: v for k, v in result.items() if k != "anchor"})  # no stages
     assert "| shipped data | 100 | 10 | 10.0 | 10 | 1.00 | 20.0 | 0.50 | 20.0 / 30.0 | " \
            "0.9000 / 0.7700 | yes |" in table
     assert "| Trainer | 900 | 800 | 1,500 |" in table

@@ -14,7 +14,8 @@ from tfx.types import standard_artifacts
 from tfx_bsl.coders import csv_decoder
 
 from dataset_rows import TAXI
-from pipeline import csv_examples
+from pipeline import cache_keys
+from pipeline.components import example_gen
 from pipeline.dag import csv_input_config
 
 # Negative and extreme int64s, floats beyond float32 (±inf), nan, a column with no value at
@@ -56,7 +57,7 @@ def _shipped_csv() -> str:
 def test_types_and_rows_as_tfx_infers_and_serializes_them(text):
     header, rows = _rows(text)
     infos = _column_infos(csv_decoder.ColumnTypeInferrer(header, skip_blank_lines=True), rows)
-    inferrer = csv_examples._ColumnTypeInferrer(header)
+    inferrer = example_gen._ColumnTypeInferrer(header)
     inferrer.MEMO_LIMIT = 50  # values beyond it are inferred every time
     assert _column_infos(inferrer, rows) == infos
     if text is EDGE_CSV:
@@ -65,7 +66,7 @@ def test_types_and_rows_as_tfx_infers_and_serializes_them(text):
             csv_decoder.ColumnType.STRING, csv_decoder.ColumnType.UNKNOWN,
             csv_decoder.ColumnType.INT, csv_decoder.ColumnType.STRING,
             csv_decoder.ColumnType.STRING, csv_decoder.ColumnType.STRING]
-    tfx_rows, ours = tfx_csv._ParsedCsvToTfExample(), csv_examples._EncodeRows()
+    tfx_rows, ours = tfx_csv._ParsedCsvToTfExample(), example_gen._EncodeRows()
     for row in rows:
         [expected] = tfx_rows.process(row, infos)
         assert list(ours.process(row, infos)) == [expected.SerializeToString(deterministic=True)]
@@ -114,7 +115,7 @@ def test_executor_writes_tfx_examples_in_tfx_splits(tmp_path, partition_feature)
     if partition_feature:
         output_config.split_config.partition_feature_name = partition_feature
     expected = _run(tfx_csv.Executor, data_dir, tmp_path / "tfx", output_config)
-    ours = _run(csv_examples.Executor, data_dir, tmp_path / "ours", output_config)
+    ours = _run(example_gen.Executor, data_dir, tmp_path / "ours", output_config)
     assert sum(len(records) for records in ours.values()) == 2400
     for split, records in expected.items():
         assert 0 < len(records) < 2400
@@ -124,10 +125,12 @@ def test_executor_writes_tfx_examples_in_tfx_splits(tmp_path, partition_feature)
 
 
 def test_component_runs_this_executor_and_keys_its_cache_on_its_code():
-    component = csv_examples.CsvExampleGen(input_base="/data", input_config=csv_input_config())
+    component = example_gen.CsvExampleGen(input_base="/data", input_config=csv_input_config())
     assert component.id == "CsvExampleGen"
-    assert component.executor_spec.executor_class is csv_examples.Executor
-    assert component.exec_properties["code_version"] == csv_examples.code_version()
+    assert component.executor_spec.executor_class is example_gen.Executor
+    cache_keys.key_step(component)
+    assert component.exec_properties["code_version"] == cache_keys.code_version(
+        [example_gen.__name__])
     assert json_format.Parse(component.exec_properties["output_config"],
                              example_gen_pb2.Output()) == example_gen_pb2.Output(
         split_config=example_gen_pb2.SplitConfig(splits=[

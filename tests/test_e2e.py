@@ -6,6 +6,7 @@ pushed SavedModel answering raw tf.Examples.
 
 import csv
 import glob
+import math
 import os
 import re
 import shutil
@@ -23,9 +24,10 @@ from ml_metadata.proto import metadata_store_pb2
 import mlmd_records
 import report_page
 from conftest import tree_hashes
-from dataset_rows import PENGUINS, TAXI, DatasetRows
+from dataset_rows import PENGUINS, TAXI, DatasetRows, write_csv
 from pipeline import predict
 from pipeline.pipeline_config import REPO_ROOT
+from pipeline.runs import eval_results
 
 pytestmark = pytest.mark.e2e
 
@@ -68,11 +70,11 @@ def _run_pipeline(data_dir, output, **env) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=900)
 
 
-def _write_csv(path, rows: list[dict[str, str]]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+def _everything(result: subprocess.CompletedProcess) -> str:
+    """What the run printed and what its log holds (the run prints where the log is)."""
+    [log] = re.findall(r"^Log: (\S+)", result.stdout, re.M)
+    with open(log, encoding="utf-8") as f:
+        return result.stdout + result.stderr + f.read()
 
 
 def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
@@ -80,7 +82,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     new data killed mid-Trainer, the rerun after the kill, and bad data."""
     data_dir = tmp_path / "data"
     data_dir.mkdir()
-    _write_csv(data_dir / "trips.csv", TAXI.read_rows(4000))
+    write_csv(data_dir / "trips.csv", TAXI.read_rows(4000))
     output = tmp_path / "out"
     metadata = str(output / "metadata" / "metadata.db")
     serving = output / "serving_model" / "taxi-tpu"
@@ -96,10 +98,11 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     assert "→ Trainer started" in result.stdout
     assert re.search(r"✓ Trainer finished in \d+\.\d s", result.stdout)
     # No Beam component built a package of TFX for remote workers (and left it in /tmp).
-    assert "Attempting to infer TFX Python dependency" not in result.stdout + result.stderr
+    everything = _everything(result)
+    assert "Attempting to infer TFX Python dependency" not in everything
     # The runner set TensorFlow's threads before it started; the Trainer found them in effect.
-    assert "intra_op_threads: TensorFlow ops use 1 host thread(s) each" in result.stderr
-    assert "intra_op_threads: TensorFlow already started" not in result.stderr
+    assert "intra_op_threads: TensorFlow ops use 1 host thread(s) each" in everything
+    assert "intra_op_threads: TensorFlow already started" not in everything
     probabilities = _serve(serving / version, rows)
     assert probabilities.shape == (20, 1)
     assert np.all((probabilities >= 0) & (probabilities <= 1))
@@ -110,7 +113,7 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     # `make predict` on new rows finds that pushed version and answers as it serves.
     new_rows = tmp_path / "new_rows"
     new_rows.mkdir()
-    _write_csv(new_rows / "rows.csv", rows)
+    write_csv(new_rows / "rows.csv", rows)
     assert predict.main(["--data-dir", str(new_rows), "--output-dir", str(output)]) == 0
     [scored] = glob.glob(str(output / "predictions" / "*" / "rows.csv"))
     with open(scored, newline="", encoding="utf-8") as f:
@@ -146,12 +149,12 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
 
     # 4. New data, and the run is killed with SIGKILL while the Trainer runs: the DAG had
     #    re-executed from CsvExampleGen (the schema file, unchanged, stays cached).
-    _write_csv(data_dir / "more.csv", TAXI.read_rows(6000)[4000:])
+    write_csv(data_dir / "more.csv", TAXI.read_rows(6000)[4000:])
     log_path = tmp_path / "killed.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen(_runner(data_dir, output), env=_env(output), stdout=log,
                                    stderr=subprocess.STDOUT)
-        _wait_for_line(log_path, "Component Trainer is running", process)
+        _wait_for_line(log_path, "→ Trainer started", process)
         time.sleep(3)
         process.send_signal(signal.SIGKILL)
         assert process.wait(timeout=60) == -signal.SIGKILL
@@ -179,10 +182,14 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     bad = TAXI.read_rows(2000)
     for row in bad[:100]:
         row["tips"] = "-1.5"
-    _write_csv(data_dir / "more.csv", bad)
+    write_csv(data_dir / "more.csv", bad)
     result = _run_pipeline(data_dir, output)
     assert result.returncode == 1
     assert "[train] tips: Out-of-range values" in result.stderr
+    # The failed component, its error, and the end of the run's log, with the log's path.
+    assert "error: the pipeline run failed at AnomalyGate: " in result.stderr
+    assert re.search(rf"Last lines of {re.escape(str(output))}/logs/run-\S+\.log:",
+                     result.stderr)
     states = mlmd_records.latest_run(metadata).states
     assert states["CsvExampleGen"] == "COMPLETE" and states["AnomalyGate"] == "FAILED", states
     assert not {"Transform", "Trainer", "Evaluator", "Pusher"} & set(states), states
@@ -229,6 +236,11 @@ def _check_report_of_a_pushed_run(output, run: mlmd_records.RunRecord, pushed) -
     assert shown["binary_accuracy"] == f"{overall['binary_accuracy']['doubleValue']:.4f}"
     assert shown["example_count"] == f"{overall['example_count']['doubleValue']:.0f}"
     assert len(page.tables["metrics"]) > 1  # per-slice rows besides the overall one
+    # A metric undefined on a slice (AUC where the slice holds one class) reads "n/a".
+    for key, metrics in evaluation.slicing_metrics:
+        row = {r["slice"]: r for r in page.tables["metrics"]}[eval_results.slice_label(key)]
+        auc = float(metrics[""][""]["auc"]["doubleValue"])
+        assert row["auc"] == ("n/a" if math.isnan(auc) else f"{auc:.4f}"), (key, row)
     # The model card: the pushed model's inputs (its serving_features signature's), outputs,
     # training data (StatisticsGen's row counts) and metrics.
     signature = tf.saved_model.load(str(pushed)).signatures["serving_features"]
@@ -266,7 +278,7 @@ def test_parallel_runs_in_separate_output_dirs_and_one_at_a_time_in_the_same(tmp
     dir that is in use stops at once, before any component, naming the run holding it."""
     data_dir = tmp_path / "data"
     data_dir.mkdir()
-    _write_csv(data_dir / "trips.csv", TAXI.read_rows(3000))
+    write_csv(data_dir / "trips.csv", TAXI.read_rows(3000))
     outputs = [tmp_path / "a", tmp_path / "b"]
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
     processes = [subprocess.Popen(_runner(data_dir, out), env=_env(out), stdout=log.open("w"),
@@ -382,8 +394,8 @@ def test_shipped_penguins_run_end_to_end_as_a_multiclass_task(tmp_path):
     assert states["warm_start_resolver"] == "COMPLETE" and states["Trainer"] == "COMPLETE"
     assert states["Transform"] == "CACHED"
     assert re.search(rf"Warm start: \d+ variables from {re.escape(blessed)}/Format-Serving",
-                     result.stdout + result.stderr)
-    assert "Export parity: max |served - trained|" in result.stdout + result.stderr
+                     _everything(result))
+    assert "Export parity: max |served - trained|" in _everything(result)
 
 
 def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
@@ -438,7 +450,7 @@ def test_two_datasets_share_an_output_dir_without_cross_talk(tmp_path):
     baseline, visibly, and the value thresholds alone decide."""
     data_dir = tmp_path / "trips"
     data_dir.mkdir()
-    _write_csv(data_dir / "trips.csv", TAXI.read_rows(4000))
+    write_csv(data_dir / "trips.csv", TAXI.read_rows(4000))
     output = tmp_path / "out"
     metadata = str(output / "metadata" / "metadata.db")
     taxi_dir, penguins_dir = output / "serving_model" / "taxi-tpu", output / "serving_model" / (
@@ -515,7 +527,7 @@ def test_kfp_shaped_dag_compares_with_and_starts_from_the_served_model(tmp_path)
     new_rows.mkdir()
     rows = [{k: v for k, v in r.items() if k != PENGUINS.spec.label}
             for r in PENGUINS.read_rows(30)]
-    _write_csv(new_rows / "rows.csv", rows)
+    write_csv(new_rows / "rows.csv", rows)
     env = {**_env(output, DATASET="penguins", TRAIN_STEPS="40"),
            "PYTHONPATH": REPO_ROOT, "BATCH_PREDICT_URI": str(new_rows)}
     first = subprocess.run([sys.executable, script], env=env, capture_output=True, text=True,

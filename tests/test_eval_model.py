@@ -1,5 +1,5 @@
-"""The Evaluator's model loading (pipeline/eval_model.py): TFMA's own shared model, with the
-single-input signatures callable positionally, as TFMA calls them."""
+"""The Evaluator's model loading (pipeline/components/eval_model.py): TFMA's own shared model,
+with the single-input signatures callable positionally, as TFMA calls them."""
 
 import inspect
 
@@ -11,7 +11,8 @@ from tfx import types
 from tfx.components.util import udf_utils
 from tfx.types import standard_artifacts
 
-from pipeline import dag, eval_model, served_model
+from pipeline import dag
+from pipeline.components import eval_model, evaluator
 from trainer_module import export
 from trainer_module.config import TrainerConfig
 from trainer_module.model import NO_SCALE, build_model, category_sizes
@@ -52,12 +53,12 @@ def test_positional_calls_answer_as_keyword_calls(transformed_data, tmp_path):
 
 
 def test_the_evaluator_loads_its_models_through_this_module():
-    evaluator = served_model.Evaluator(
+    component = evaluator.Evaluator(
         examples=types.Channel(type=standard_artifacts.Examples),
         model=types.Channel(type=standard_artifacts.Model),
         baseline_model=types.Channel(type=standard_artifacts.Model),
         schema=types.Channel(type=standard_artifacts.Schema),
         eval_config=tfma.EvalConfig())
     # How TFX's Evaluator executor finds its model hook (tfx/components/evaluator/executor.py).
-    assert udf_utils.try_get_fn(evaluator.exec_properties, "custom_eval_shared_model") is \
+    assert udf_utils.try_get_fn(component.exec_properties, "custom_eval_shared_model") is \
         eval_model.custom_eval_shared_model

@@ -8,19 +8,14 @@ import re
 
 import pytest
 
-from pipeline import dag, kubeflow_v2_runner
+from pipeline import cache_keys, dag
+from pipeline.cloud import kubeflow_v2_runner
 from pipeline.pipeline_config import REPO_ROOT
 
 DOCKERFILES = ("Dockerfile", "Dockerfile.tpu")
-# Modules a component imports at run time inside the images (the compile-time tools, such as
-# the cloud config reader and the submitter, run on the user's machine).
-RUNTIME_PACKAGES = ("trainer_module",)
-RUNTIME_MODULES = ("pipeline/dag.py", "pipeline/anomaly_gate.py", "pipeline/baseline_resolver.py",
-                   "pipeline/pipeline_config.py", "pipeline/names.py", "pipeline/errors.py",
-                   "pipeline/csv_check.py", "pipeline/staged_pusher.py",
-                   "pipeline/served_model.py", "pipeline/schema_import.py",
-                   "pipeline/source_hash.py",
-                   "pipeline/trainer_component.py", "pipeline/vertex_trainer.py")
+# The packages the images' executors run: what they import at run time (the compile-time tools,
+# such as the cloud settings reader and the submitter, run on the user's machine).
+RUNTIME_PACKAGES = ("pipeline/components", "trainer_module")
 
 
 def _read(name: str) -> str:
@@ -52,7 +47,8 @@ def test_every_copied_path_exists_and_lands_where_the_pipeline_looks(dockerfile)
 
 
 def test_component_module_paths_resolve_to_copied_files():
-    for dotted in (dag.PREPROCESSING_FN, dag.RUN_FN, "pipeline.anomaly_gate.AnomalyGate"):
+    for dotted in (dag.PREPROCESSING_FN, dag.RUN_FN,
+                   "pipeline.components.anomaly_gate.AnomalyGate"):
         module, _, attribute = dotted.rpartition(".")
         spec = importlib.util.find_spec(module)
         assert spec and spec.origin.startswith(REPO_ROOT), dotted
@@ -71,7 +67,7 @@ def test_pipeline_image_runs_the_locks_beam_kfp_and_aiplatform():
     (tfx/tools/docker/requirements.txt at v1.16.0); the tests here run the lock's versions, so
     the image installs those, with the Beam boot Dataflow starts workers with from the same
     Beam release, and tells that boot to use the image's environment (tensorflow/tfx#6386)."""
-    from pipeline import preflight
+    from pipeline.cloud import preflight
 
     files = preflight.ProjectFiles.read()
     lock = _lock()
@@ -111,10 +107,11 @@ def test_tpu_image_installs_the_locked_versions_and_the_matching_tensorflow_tpu(
 
 def test_code_that_runs_in_the_images_is_python_3_10():
     """The TFX 1.16 images run Python 3.10; the venv here is 3.11."""
-    paths = list(RUNTIME_MODULES)
-    for package in RUNTIME_PACKAGES:
-        paths += [os.path.join(package, n) for n in os.listdir(os.path.join(REPO_ROOT, package))
-                  if n.endswith(".py")]
+    roots = [os.path.join(package, n)[:-3].replace("/", ".") for package in RUNTIME_PACKAGES
+             for n in os.listdir(os.path.join(REPO_ROOT, package)) if n.endswith(".py")]
+    paths = [os.path.relpath(cache_keys.module_file(m, REPO_ROOT), REPO_ROOT)
+             for m in cache_keys.project_modules(roots)]
+    assert "pipeline/names.py" in paths and "trainer_module/run.py" in paths, paths
     for path in paths:
         tree = ast.parse(_read(path), filename=path, feature_version=(3, 10))
         imported = {alias.name.split(".")[0] for node in ast.walk(tree)
@@ -142,24 +139,3 @@ def test_trainer_module_never_imports_the_pipeline():
         if name.endswith(".py"):
             imported = _imports(os.path.join("trainer_module", name))
             assert not {m for m in imported if m.split(".")[0] in ("pipeline", "bench")}, name
-
-
-def test_transforms_cache_key_covers_every_module_preprocessing_imports():
-    """Transform's code_version hashes PREPROCESSING_MODULES only (so a model edit does not
-    re-run Transform): they must be everything preprocessing_fn imports from trainer_module."""
-    seen, todo = set(), ["preprocessing.py"]
-    while todo:
-        name = todo.pop()
-        seen.add(name)
-        for module in _imports(os.path.join("trainer_module", name)):
-            if module.startswith("trainer_module."):
-                child = module.split(".")[1] + ".py"
-                if child not in seen:
-                    todo.append(child)
-            elif module == "trainer_module":
-                tree = ast.parse(_read(os.path.join("trainer_module", name)))
-                for node in ast.walk(tree):
-                    if isinstance(node, ast.ImportFrom) and node.module == "trainer_module":
-                        todo += [a.name + ".py" for a in node.names if a.name + ".py" not in seen]
-    assert seen == set(dag.PREPROCESSING_MODULES)
-    assert "model.py" not in seen and "run.py" not in seen

@@ -20,7 +20,7 @@ from cloud_settings import CLOUD, TPU_IMAGE
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from pipeline import cloud_config, kubeflow_v2_runner, submit
+from pipeline.cloud import kubeflow_v2_runner, settings, submit
 from pipeline.pipeline_config import REPO_ROOT, ConfigError
 
 COMMON = {"CsvExampleGen", "StatisticsGen", "ImportSchemaGen", "ExampleValidator", "AnomalyGate",
@@ -31,7 +31,7 @@ KFP_NODES = COMMON | {"baseline_resolver"}
 
 
 def _compile(tmp_path, target: str = "vertex") -> tuple[dict, pipeline_spec_pb2.PipelineSpec]:
-    path = kubeflow_v2_runner.compile_pipeline(cloud_config.load(), str(tmp_path), target)
+    path = kubeflow_v2_runner.compile_pipeline(settings.load(), str(tmp_path), target)
     with open(path, encoding="utf-8") as f:
         job = json.load(f)
     return job, json_format.ParseDict(job["pipelineSpec"], pipeline_spec_pb2.PipelineSpec())
@@ -97,8 +97,8 @@ def test_tpu_training_runs_the_trainer_as_a_vertex_tpu_job(cloud_env, tmp_path, 
     _, spec = _compile(tmp_path)
     args = _executor(spec, "Trainer")["args"]
     # TFX's Vertex executor submits the job; the job runs this project's Trainer executor.
-    assert "pipeline.vertex_trainer.VertexExecutor" in args
-    from pipeline.vertex_trainer import VertexExecutor
+    assert "pipeline.components.vertex_trainer.VertexExecutor" in args
+    from pipeline.components.vertex_trainer import VertexExecutor
     from trainer_module.executor import Executor
 
     assert VertexExecutor()._GetExecutorClass() is Executor
@@ -142,7 +142,7 @@ def test_tpu_training_runs_the_trainer_as_a_vertex_tpu_job(cloud_env, tmp_path, 
 
 
 def test_dataflow_runner_from_the_same_config(cloud_env, tmp_path):
-    """What Dataflow workers running the pipeline image need (pipeline/preflight.py cites the
+    """What Dataflow workers running the pipeline image need (pipeline/cloud/preflight.py cites the
     rules): Runner v2 for a custom container, the SDK from the container, a disk for the
     >10 GB image, the subnetwork of a custom network, internal IPs only when asked."""
     cloud_env.setenv("BEAM_RUNNER", "dataflow")
@@ -161,7 +161,7 @@ def test_dataflow_runner_from_the_same_config(cloud_env, tmp_path):
     cloud_env.setenv("DATAFLOW_SUBNETWORK", "regions/us-central1/subnetworks/ml-central")
     cloud_env.setenv("DATAFLOW_PUBLIC_IPS", "false")
     cloud_env.setenv("DATAFLOW_DISK_SIZE_GB", "200")
-    args = cloud_config.load().beam_pipeline_args()
+    args = settings.load().beam_pipeline_args()
     assert {"--subnetwork=regions/us-central1/subnetworks/ml-central", "--no_use_public_ips",
             "--disk_size_gb=200"} <= set(args)
     # Beam's own option parser accepts every flag as given.
@@ -192,7 +192,7 @@ def test_dataflow_settings_workers_cannot_start_with_are_refused(cloud_env, env,
     for var, value in env.items():
         cloud_env.setenv(var, value)
     with pytest.raises(ConfigError) as error:
-        cloud_config.load()
+        settings.load()
     assert message in str(error.value)
 
 
@@ -224,7 +224,7 @@ def test_kfp_spec_has_only_executors_the_kfp_backend_runs(cloud_env, tmp_path):
     tasks = kfp_spec.root.dag.tasks
     serving_dir = "gs://my-ml-bucket/taxi-tpu/serving_model/taxi-tpu"
     for node in ("baseline_resolver", "warm_start_resolver"):
-        assert "pipeline.served_model" in " ".join(_executor(kfp_spec, node)["args"])
+        assert "pipeline.components.served_model" in " ".join(_executor(kfp_spec, node)["args"])
         assert _parameter(kfp_spec, node, "serving_dir") == serving_dir
     # The baseline is read again for each new candidate; the warm-start model on every run.
     baseline = tasks["baseline_resolver"].inputs.artifacts["candidate"]
@@ -235,7 +235,8 @@ def test_kfp_spec_has_only_executors_the_kfp_backend_runs(cloud_env, tmp_path):
     assert base.producer_task == "warm_start_resolver"
     evaluator = tasks["Evaluator"].inputs.artifacts["baseline_model"].task_output_artifact
     assert evaluator.producer_task == "baseline_resolver"
-    assert "pipeline.served_model.EvaluatorExecutor" in _executor(kfp_spec, "Evaluator")["args"]
+    assert ("pipeline.components.evaluator.EvaluatorExecutor"
+            in _executor(kfp_spec, "Evaluator")["args"])
 
 
 def test_kfp_run_uses_the_kubernetes_service_account(cloud_env, tmp_path, capsys, no_network):
@@ -244,7 +245,7 @@ def test_kfp_run_uses_the_kubernetes_service_account(cloud_env, tmp_path, capsys
     cloud_env.setenv("SERVICE_ACCOUNT", "pipelines@my-ml-project.iam.gserviceaccount.com")
     cloud_env.setenv("KFP_SERVICE_ACCOUNT", "pipeline-runner")
     cloud_env.setenv("ENABLE_CACHE", "false")
-    path = kubeflow_v2_runner.compile_pipeline(cloud_config.load(), str(tmp_path), "kfp")
+    path = kubeflow_v2_runner.compile_pipeline(settings.load(), str(tmp_path), "kfp")
     capsys.readouterr()
     assert submit.main(["--target", "kfp", "--host", "http://127.0.0.1:9", "--dry-run",
                         "--pipeline-file", path]) == 0
@@ -258,7 +259,7 @@ def test_kfp_run_uses_the_kubernetes_service_account(cloud_env, tmp_path, capsys
     cloud_env.setenv("KFP_SERVICE_ACCOUNT", "pipelines@my-ml-project.iam.gserviceaccount.com")
     with pytest.raises(ConfigError, match="kfp_service_account='pipelines@.*expected a "
                        "Kubernetes service account name"):
-        cloud_config.load()
+        settings.load()
 
 
 @pytest.mark.parametrize("var", ["PIPELINE_IMAGE", "TPU_TRAINER_IMAGE"])
@@ -269,15 +270,15 @@ def test_latest_images_are_refused_for_both_images(cloud_env, var):
     cloud_env.setenv("TPU_TRAINER_IMAGE", TPU_IMAGE)
     cloud_env.setenv(var, "us-docker.pkg.dev/my-ml-project/tfx/taxi-tpu:latest")
     with pytest.raises(ConfigError, match=rf"\({var} .*':latest' moves on every build"):
-        cloud_config.load()
+        settings.load()
     digest = "us-docker.pkg.dev/my-ml-project/tfx/taxi-tpu@sha256:" + "a" * 64
     cloud_env.setenv(var, digest)
-    assert cloud_config.load()
+    assert settings.load()
 
 
 def test_vertex_caching_follows_the_config(cloud_env, tmp_path, capsys, no_network):
     cloud_env.setenv("ENABLE_CACHE", "false")
-    path = kubeflow_v2_runner.compile_pipeline(cloud_config.load(), str(tmp_path))
+    path = kubeflow_v2_runner.compile_pipeline(settings.load(), str(tmp_path))
     capsys.readouterr()
     assert submit.main(["--target", "vertex", "--dry-run", "--pipeline-file", path]) == 0
     tasks = json.loads(capsys.readouterr().out)["pipeline_job"]["pipelineSpec"]["root"]["dag"][
@@ -289,23 +290,25 @@ def test_vertex_caching_follows_the_config(cloud_env, tmp_path, capsys, no_netwo
 def test_content_hashes_are_in_the_compiled_parameters(cloud_env, tmp_path):
     """The schema and the custom components' code reach the cache key by content: an edit
     behind the same path and image tag changes a compiled parameter."""
-    from pipeline import dag, source_hash
+    from pipeline import cache_keys
 
     _, spec = _compile(tmp_path / "a")
     schema = os.path.join(REPO_ROOT, "schemas", "taxi", "schema.pbtxt")
-    assert _parameter(spec, "ImportSchemaGen", "schema_hash") == source_hash.file_hash(schema)
-    assert (_parameter(spec, "AnomalyGate", "code_version")
-            == source_hash.module_hash("pipeline.anomaly_gate"))
-    assert _parameter(spec, "Evaluator", "code_version")
-    assert (_parameter(spec, "CsvExampleGen", "code_version")
-            == source_hash.module_hash("pipeline.csv_examples"))
-    trainer = json.loads(_parameter(spec, "Trainer", "custom_config"))
-    assert trainer["code_version"] == dag.trainer_code_version()
+    assert _parameter(spec, "ImportSchemaGen", "schema_hash") == cache_keys.file_hash(schema)
+    keyed = set()
+    for component in kubeflow_v2_runner.create_pipeline(settings.load(), "vertex").components:
+        compiled = {k: v for k in ("code_version", "custom_config")
+                    if (v := _parameter(spec, component.id, k))}
+        version = cache_keys.step_code_version(component)
+        assert cache_keys.recorded_code_version(compiled) == (version or None), component.id
+        keyed |= {component.id} if version else set()
+    assert keyed == {"CsvExampleGen", "ImportSchemaGen", "AnomalyGate", "Transform", "Trainer",
+                     "Evaluator"}
 
     edited = tmp_path / "schema.pbtxt"
     with open(schema, encoding="utf-8") as f:
         edited.write_text(f.read().replace("name: \"fare\"", "name: \"fare\"  # edited"))
-    assert source_hash.file_hash(str(edited)) != source_hash.file_hash(schema)
+    assert cache_keys.file_hash(str(edited)) != cache_keys.file_hash(schema)
 
 
 def test_bigquery_source_builds_bigquery_example_gen(cloud_env, tmp_path):
@@ -327,10 +330,10 @@ def test_bigquery_source_builds_bigquery_example_gen(cloud_env, tmp_path):
 
     cloud_env.delenv("BIGQUERY_TABLE")
     with pytest.raises(ConfigError, match="set exactly one of bigquery_query"):
-        cloud_config.load()
+        settings.load()
     cloud_env.setenv("BIGQUERY_QUERY", "DROP TABLE taxi.trips")
     with pytest.raises(ConfigError, match="bigquery_query='DROP TABLE"):
-        cloud_config.load()
+        settings.load()
 
 
 @pytest.mark.parametrize("env,message", [
@@ -348,7 +351,7 @@ def test_cloud_settings_are_checked(cloud_env, env, message):
     for var, value in env.items():
         cloud_env.setenv(var, value)
     with pytest.raises(ConfigError) as error:
-        cloud_config.load()
+        settings.load()
     assert message in str(error.value)
 
 
@@ -356,13 +359,13 @@ def test_example_config_file_refuses_its_placeholders(cloud_env):
     for var in CLOUD:
         cloud_env.delenv(var)
     with pytest.raises(ConfigError, match="replace the placeholder"):
-        cloud_config.load(os.path.join(REPO_ROOT, "pipeline", "cloud.example.toml"))
+        settings.load(os.path.join(REPO_ROOT, "pipeline", "cloud", "cloud.example.toml"))
 
 
 def test_vertex_dry_run_builds_the_pipeline_job_request(cloud_env, tmp_path, capsys, no_network):
     cloud_env.setenv("SERVICE_ACCOUNT", "pipelines@my-ml-project.iam.gserviceaccount.com")
     cloud_env.setenv("VPC_NETWORK", "projects/123456/global/networks/ml")
-    path = kubeflow_v2_runner.compile_pipeline(cloud_config.load(), str(tmp_path))
+    path = kubeflow_v2_runner.compile_pipeline(settings.load(), str(tmp_path))
     capsys.readouterr()
     code = submit.main(["--target", "vertex", "--dry-run", "--pipeline-file", path])
     assert code == 0
@@ -408,7 +411,7 @@ class _KfpApi(http.server.BaseHTTPRequestHandler):
 
 
 def test_kfp_submit_makes_a_real_call_to_the_endpoint(cloud_env, tmp_path, capsys):
-    path = kubeflow_v2_runner.compile_pipeline(cloud_config.load(), str(tmp_path))
+    path = kubeflow_v2_runner.compile_pipeline(settings.load(), str(tmp_path))
     _KfpApi.requests = []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KfpApi)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -429,7 +432,7 @@ def test_kfp_submit_makes_a_real_call_to_the_endpoint(cloud_env, tmp_path, capsy
 
 
 def test_kfp_dry_run_sends_nothing(cloud_env, tmp_path, capsys, no_network):
-    path = kubeflow_v2_runner.compile_pipeline(cloud_config.load(), str(tmp_path))
+    path = kubeflow_v2_runner.compile_pipeline(settings.load(), str(tmp_path))
     capsys.readouterr()
     code = submit.main(["--target", "kfp", "--host", "http://127.0.0.1:9", "--dry-run",
                         "--pipeline-file", path])
@@ -446,7 +449,7 @@ def test_tfx_cli_compiles_for_vertex(cloud_env, tmp_path):
     tfx = shutil.which("tfx", path=env["PATH"])
     result = subprocess.run(
         [tfx, "pipeline", "compile", "--engine", "vertex", "--pipeline_path",
-         os.path.join(REPO_ROOT, "pipeline", "kubeflow_v2_runner.py")],
+         os.path.join(REPO_ROOT, "pipeline", "cloud", "kubeflow_v2_runner.py")],
         env=env, capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert "Pipeline taxi-tpu compiled successfully" in result.stdout
@@ -470,4 +473,4 @@ def test_batch_predictions_add_bulk_inferrer_on_the_new_rows(cloud_env, tmp_path
     assert _executor_kinds(job)["BulkInferrer_executor"] == {"container"}
     with pytest.raises(ConfigError, match="batch_predict_uri='new_rows'"):
         cloud_env.setenv("BATCH_PREDICT_URI", "new_rows")
-        cloud_config.load()
+        settings.load()

@@ -7,8 +7,8 @@ import subprocess
 from ml_metadata.proto import metadata_store_pb2
 
 from conftest import tree_hashes
-from pipeline import outputs, run_summary
 from pipeline.pipeline_config import REPO_ROOT
+from pipeline.runs import outputs, run_summary
 
 
 def _output_dir(path) -> str:

@@ -3,7 +3,7 @@
 The checks read the spec TFX really compiles for each target, the Dockerfiles and the lock;
 each test below breaks one thing the way an edit or a setting would, and asserts the check
 that names it fails (Google Cloud and a Kubeflow cluster are not reachable here: the rules are
-the backends' own, cited in pipeline/preflight.py).
+the backends' own, cited in pipeline/cloud/preflight.py).
 """
 
 import copy
@@ -15,7 +15,7 @@ import re
 import cloud_settings
 import pytest
 
-from pipeline import cloud_config, preflight
+from pipeline.cloud import preflight, settings
 from pipeline.pipeline_config import REPO_ROOT
 
 # Every check has something to check: a v5e TPU, Dataflow on a custom network, warm start.
@@ -33,13 +33,13 @@ CLOUD = {
 
 
 @pytest.fixture(scope="module")
-def cloud() -> cloud_config.CloudConfig:
-    return cloud_config.load(env=CLOUD)
+def cloud() -> settings.CloudConfig:
+    return settings.load(env=CLOUD)
 
 
 @pytest.fixture(scope="module")
 def jobs(cloud) -> dict[str, dict]:
-    return {target: preflight.compiled_job(cloud, target) for target in cloud_config.TARGETS}
+    return {target: preflight.compiled_job(cloud, target) for target in settings.TARGETS}
 
 
 def _context(base, jobs, target="kfp", **changes) -> preflight.Context:
@@ -55,7 +55,7 @@ def _failures(ctx: preflight.Context, check: str, also: set[str] = frozenset()) 
     return results[check]
 
 
-@pytest.mark.parametrize("target", cloud_config.TARGETS)
+@pytest.mark.parametrize("target", settings.TARGETS)
 def test_a_correct_configuration_passes_every_check(cloud, jobs, target):
     assert preflight.run_checks(_context(cloud, jobs, target)) == {
         name: [] for name, _ in preflight.CHECKS}
@@ -122,14 +122,15 @@ def test_stream_executor_tpus_must_not_get_pjrt_and_machines_must_match(cloud, j
 
 
 def test_tfxs_own_vertex_executor_fails(cloud, jobs):
-    """TFX's Vertex trainer executor polls an EXPIRED job forever (pipeline/vertex_trainer.py)."""
+    """TFX's Vertex trainer executor polls an EXPIRED job forever
+    (pipeline/components/vertex_trainer.py)."""
     job = copy.deepcopy(jobs["kfp"])
     args = job["pipelineSpec"]["deploymentSpec"]["executors"]["Trainer_executor"]["container"][
         "args"]
-    args[args.index("pipeline.vertex_trainer.VertexExecutor")] = (
+    args[args.index("pipeline.components.vertex_trainer.VertexExecutor")] = (
         "tfx.extensions.google_cloud_ai_platform.trainer.executor.GenericExecutor")
     [failure] = _failures(_context(cloud, jobs, job=job), "tpu")
-    assert "does not run pipeline.vertex_trainer.VertexExecutor" in failure
+    assert "does not run pipeline.components.vertex_trainer.VertexExecutor" in failure
 
 
 def _edited_files(**edits: tuple[str, str]) -> preflight.ProjectFiles:
@@ -235,18 +236,23 @@ def test_stale_or_missing_content_hashes_fail(cloud, jobs, task, name, value, me
 
 def test_bad_region_and_bucket_forms_fail(cloud, jobs):
     bad = dataclasses.replace(cloud, region="US Central", bucket="my-ml-bucket")
-    # The Dataflow region no longer matches either.
-    failures = _failures(_context(cloud, jobs, cloud=bad), "settings", also={"dataflow"})
+    # The Dataflow region no longer matches either; and a bucket that is no gs:// path makes a
+    # DAG (a staging Pusher) other than the one compiled, so its code hashes differ too.
+    failures = _failures(_context(cloud, jobs, cloud=bad), "settings",
+                         also={"dataflow", "cache keys"})
     assert any(f.startswith("region='US Central' (GCP_REGION") for f in failures), failures
     assert any(f.startswith("bucket='my-ml-bucket' (GCS_BUCKET") for f in failures), failures
 
 
-def test_main_prints_one_line_per_check(monkeypatch, capsys):
+def test_main_prints_one_line_per_check(monkeypatch, capsys, tmp_path):
     for var, value in CLOUD.items():
         monkeypatch.setenv(var, value)
     monkeypatch.delenv("CLOUD_CONFIG", raising=False)
+    monkeypatch.setenv("OUTPUT_DIR", str(tmp_path))
     assert preflight.main(["--target", "kfp"]) == 0
-    lines = capsys.readouterr().out.strip().splitlines()
+    log, *lines = capsys.readouterr().out.strip().splitlines()
+    [log_file] = (tmp_path / "logs").iterdir()
+    assert log.startswith(f"Log: {log_file}")
     assert lines == [f"ok   {name}" for name, _ in preflight.CHECKS] + [
         f"kfp: {len(preflight.CHECKS)} of {len(preflight.CHECKS)} checks passed"]
 
@@ -265,5 +271,5 @@ def test_make_submit_runs_preflight_first():
     [prerequisites] = re.findall(r"^submit: (.*)$", makefile, re.M)
     assert prerequisites.split()[:2] == ["preflight", "compile"]
     [recipe] = re.findall(r"^preflight: .*\n\t(.*)$", makefile, re.M)
-    assert "-m pipeline.preflight $(CLOUD_ARGS)" in recipe
+    assert "-m pipeline.cloud.preflight $(CLOUD_ARGS)" in recipe
     assert re.search(r"^CLOUD_ARGS = --target \$\(TARGET\) ", makefile, re.M)

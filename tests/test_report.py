@@ -11,7 +11,7 @@ from pipeline.pipeline_config import REPO_ROOT
 
 
 def test_report_without_a_run_names_the_store_and_what_to_do(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "pipeline.report", "--output-dir",
+    result = subprocess.run([sys.executable, "-m", "pipeline.runs.report", "--output-dir",
                              str(tmp_path)], cwd=REPO_ROOT, capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 2

@@ -1,4 +1,5 @@
-"""The Kubeflow Pipelines stand-in for TFX's resolvers (pipeline/served_model.py), on disk."""
+"""The Kubeflow Pipelines stand-in for TFX's resolvers (pipeline/components/served_model.py), on
+disk."""
 
 
 def test_served_model_picks_the_newest_complete_version(tmp_path):
@@ -6,7 +7,7 @@ def test_served_model_picks_the_newest_complete_version(tmp_path):
     present), by push time; a half-copied or foreign folder is no model."""
     from tfx.types import standard_artifacts
 
-    from pipeline import served_model
+    from pipeline.components import served_model
 
     serving = tmp_path / "serving"
     model = standard_artifacts.Model()
@@ -42,22 +43,23 @@ def test_evaluator_decodes_only_the_columns_its_slices_read(tmp_path):
     from tfx.types import standard_artifacts, standard_component_specs
     from tfx.utils import io_utils, proto_utils
 
-    from pipeline import dag, served_model
+    from pipeline import dag
+    from pipeline.components import evaluator
     from pipeline.datasets import load_spec
 
     spec, schema = load_spec("taxi")
     config = dag.eval_config(spec)
-    assert served_model.sliced_columns(config) == {"payment_type"}
+    assert evaluator.sliced_columns(config) == {"payment_type"}
     config.metrics_specs[0].metrics[1].per_slice_thresholds[0].slicing_specs.append(
         tfma.SlicingSpec(feature_values={"company": "Flash Cab"}))
-    assert served_model.sliced_columns(config) == {"payment_type", "company"}
+    assert evaluator.sliced_columns(config) == {"payment_type", "company"}
 
     (tmp_path / "schema").mkdir()
     io_utils.write_pbtxt_file(str(tmp_path / "schema" / "schema.pbtxt"), schema)
     artifact = standard_artifacts.Schema()
     artifact.uri = str(tmp_path / "schema")
-    executor = served_model.EvaluatorExecutor(
-        served_model.EvaluatorExecutor.Context(tmp_dir=str(tmp_path / "tmp"), unique_id="1"))
+    executor = evaluator.EvaluatorExecutor(
+        evaluator.EvaluatorExecutor.Context(tmp_dir=str(tmp_path / "tmp"), unique_id="1"))
     sliced = executor._sliced_schema(
         {standard_component_specs.SCHEMA_KEY: [artifact]},
         {standard_component_specs.EVAL_CONFIG_KEY: proto_utils.proto_to_json(config)})

@@ -8,7 +8,7 @@ from tfx.proto import pusher_pb2
 from tfx.types import standard_artifacts
 from tfx.utils import io_utils, proto_utils
 
-from pipeline.staged_pusher import STAGING_SUFFIX, StagedPusherExecutor
+from pipeline.components.pusher import STAGING_SUFFIX, StagedPusherExecutor
 
 
 def _model(tmp_path) -> standard_artifacts.Model:

@@ -7,6 +7,7 @@ XLA and the input pipeline are TensorFlow's own.
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -368,9 +369,9 @@ def test_killed_trainer_resumes_from_its_last_checkpoint(transformed_data, tmp_p
     second = _trainer(args_file)
     out, _ = second.communicate(timeout=600)
     assert second.returncode == 0, out[-4000:]
-    epochs_run = [line for line in out.splitlines() if line.startswith("Epoch ")]
-    assert epochs_run and epochs_run[0] != "Epoch 1/4", epochs_run
-    assert epochs_run[-1] == "Epoch 4/4"
+    epochs_run = re.findall(r"Epoch (\d+/\d+) finished", out)
+    assert epochs_run and epochs_run[0] != "1/4", epochs_run
+    assert epochs_run[-1] == "4/4"
     assert "TRAINER DONE" in out
     assert _quality(args["serving_model_dir"], transformed_data) > 0.75
 

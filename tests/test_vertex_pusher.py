@@ -22,7 +22,8 @@ from tfx.dsl.io import fileio
 from tfx.types import standard_artifacts
 from tfx.utils import import_utils
 
-from pipeline import cloud_config, compiled_spec, kubeflow_v2_runner, names, preflight, submit
+from pipeline import names
+from pipeline.cloud import compiled_spec, kubeflow_v2_runner, preflight, settings, submit
 from pipeline.pipeline_config import ConfigError
 
 ENDPOINT = {**cloud_settings.CLOUD, "ENDPOINT_NAME": "taxi-tips", "ENDPOINT_MACHINE_TYPE":
@@ -32,8 +33,8 @@ SERVING_IMAGE = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest"
 
 
 @pytest.fixture(scope="module")
-def cloud() -> cloud_config.CloudConfig:
-    return cloud_config.load(env=ENDPOINT)
+def cloud() -> settings.CloudConfig:
+    return settings.load(env=ENDPOINT)
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,7 @@ def _endpoint_failures(cloud, job) -> list[str]:
 
 
 def test_compiled_pusher_deploys_with_the_configured_endpoint(job):
-    ctx = preflight.Context(cloud_config.load(env=ENDPOINT), "vertex", job,
+    ctx = preflight.Context(settings.load(env=ENDPOINT), "vertex", job,
                             preflight.ProjectFiles.read())
     assert preflight.VERTEX_PUSHER_EXECUTOR in " ".join(preflight._args(ctx, names.PUSHER))
     assert compiled_spec.endpoint_deployment(job) == {
@@ -75,7 +76,7 @@ def test_a_correct_endpoint_passes_preflight(cloud, job):
 
 
 def test_the_serving_image_follows_the_region():
-    assert cloud_config.load(env={**ENDPOINT, "GCP_REGION": "europe-west4"}).serving_image == \
+    assert settings.load(env={**ENDPOINT, "GCP_REGION": "europe-west4"}).serving_image == \
         "europe-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest"
     # The default image is one the installed Vertex AI SDK lists as a prebuilt TF image.
     from google.cloud.aiplatform.constants import prediction
@@ -127,7 +128,7 @@ def test_a_filesystem_pusher_fails_preflight_when_an_endpoint_is_set(cloud, clou
 ])
 def test_bad_endpoint_settings_are_refused(env, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
-        cloud_config.load(env={**ENDPOINT, **env})
+        settings.load(env={**ENDPOINT, **env})
 
 
 def test_an_endpoint_needs_the_vertex_target(cloud, tmp_path):
@@ -138,7 +139,7 @@ def test_an_endpoint_needs_the_vertex_target(cloud, tmp_path):
 def test_dry_run_prints_the_deployment(cloud_env, tmp_path, capsys, no_network):
     for var, value in ENDPOINT.items():
         cloud_env.setenv(var, value)
-    path = kubeflow_v2_runner.compile_pipeline(cloud_config.load(), str(tmp_path))
+    path = kubeflow_v2_runner.compile_pipeline(settings.load(), str(tmp_path))
     capsys.readouterr()
     assert submit.main(["--target", "vertex", "--dry-run", "--pipeline-file", path]) == 0
     request = json.loads(capsys.readouterr().out)
@@ -164,7 +165,7 @@ def _artifacts(tmp_path, blessed: bool) -> tuple[dict, dict]:
 @pytest.mark.parametrize("blessed", [True, False])
 def test_tfxs_vertex_pusher_uploads_and_deploys_a_blessed_model(job, tmp_path, blessed):
     executor_path = next(a for a in preflight._args(
-        preflight.Context(cloud_config.load(env=ENDPOINT), "vertex", job,
+        preflight.Context(settings.load(env=ENDPOINT), "vertex", job,
                           preflight.ProjectFiles.read()), names.PUSHER)
         if a.endswith(".Executor"))
     executor_class = import_utils.import_class_by_path(executor_path)
@@ -201,9 +202,9 @@ def test_tfxs_vertex_pusher_uploads_and_deploys_a_blessed_model(job, tmp_path, b
 
 
 def test_settings_file_documents_every_endpoint_setting():
-    with open(os.path.join(os.path.dirname(cloud_config.__file__), "cloud.example.toml"),
+    with open(os.path.join(os.path.dirname(settings.__file__), "cloud.example.toml"),
               encoding="utf-8") as f:
         text = f.read()
-    for field in dataclasses.fields(cloud_config.CloudConfig):
+    for field in dataclasses.fields(settings.CloudConfig):
         if field.name.startswith("endpoint_"):
             assert f"{field.name} =" in text, field.name

@@ -16,7 +16,7 @@ from google.rpc import status_pb2
 from tfx.extensions.google_cloud_ai_platform import training_clients
 from tfx.types import standard_artifacts
 
-from pipeline import vertex_trainer
+from pipeline.components import vertex_trainer
 
 JOB_NAME = "projects/1/locations/us-central1/customJobs/42"
 

@@ -17,6 +17,9 @@ STRATEGIES = ("auto", "tpu", "mirrored", "multi_worker_mirrored")
 PRECISIONS = ("auto", "float32", "mixed_bfloat16")
 CACHE_MODES = ("auto", "memory", "none")
 LR_SCALINGS = ("none", "linear", "sqrt")
+# The settings that take one of a fixed set of words.
+CHOICES = {"cache": CACHE_MODES, "lr_scaling": LR_SCALINGS, "strategy": STRATEGIES,
+           "mixed_precision": PRECISIONS}
 
 # The key under which the pipeline passes these settings in the Trainer's custom_config.
 CUSTOM_CONFIG_KEY = "trainer_config"
@@ -49,7 +52,7 @@ class DataConfig:
     def __post_init__(self) -> None:
         _check_int("per_replica_batch_size", self.per_replica_batch_size, minimum=1)
         _check_int("global_batch_size", self.global_batch_size, minimum=0)
-        _check_choice("cache", self.cache, CACHE_MODES)
+        _check_choice("cache", self.cache)
         _check_fraction("cache_memory_fraction", self.cache_memory_fraction, low_open=True)
 
 
@@ -95,8 +98,8 @@ class TrainingConfig:
     checkpoint_epochs: train_steps is split into at most this many Keras epochs, each ending in
       a validation pass and a preemption checkpoint. They are not passes over the data: one
       pass is (examples / global batch) steps. Each epoch end costs a validation pass and a
-      checkpoint write (~0.2 s on the shipped data, where an epoch of 200 steps trains in
-      ~1 s), so more of them buy finer curves and less work lost to a preemption with time.
+      checkpoint write, so more of them buy finer curves and less work lost to a preemption
+      with time.
     warm_start: start from the weights of the latest blessed model (continuous training on new
       data) when its layer shapes match; a mismatch (a vocabulary grew) fails with the layers
       that differ.
@@ -117,7 +120,7 @@ class TrainingConfig:
             raise TrainerConfigError(
                 f"learning_rate={self.learning_rate!r}: expected a number in (0, 10)")
         _check_int("reference_batch_size", self.reference_batch_size, minimum=1)
-        _check_choice("lr_scaling", self.lr_scaling, LR_SCALINGS)
+        _check_choice("lr_scaling", self.lr_scaling)
         _check_fraction("warmup_fraction", self.warmup_fraction)
         _check_int("checkpoint_epochs", self.checkpoint_epochs, minimum=1)
         _check_bool("warm_start", self.warm_start)
@@ -158,13 +161,13 @@ class RuntimeConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "profile_steps", tuple(self.profile_steps))
-        _check_choice("strategy", self.strategy, STRATEGIES)
+        _check_choice("strategy", self.strategy)
         if not isinstance(self.tpu_address, str):
             raise TrainerConfigError(
                 f"tpu_address={self.tpu_address!r}: expected a string such as 'local', "
                 "'my-tpu' or 'grpc://10.0.0.2:8470'")
         _check_int("steps_per_execution", self.steps_per_execution, minimum=0)
-        _check_choice("mixed_precision", self.mixed_precision, PRECISIONS)
+        _check_choice("mixed_precision", self.mixed_precision)
         _check_bool("jit_compile", self.jit_compile)
         steps = self.profile_steps
         if steps and (len(steps) != 2 or any(isinstance(s, bool) or not isinstance(s, int)
@@ -268,7 +271,8 @@ def _check_fraction(name: str, value: Any, low_open: bool = False) -> None:
             f"{name}={value!r}: expected a number in {'(0, 1]' if low_open else '[0, 1)'}")
 
 
-def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+def _check_choice(name: str, value: Any) -> None:
+    choices = CHOICES[name]
     if value not in choices:
         raise TrainerConfigError(f"{name}={value!r}: expected one of {', '.join(choices)}")
 

@@ -62,8 +62,8 @@ def _records(path: tf.Tensor, shard: tf.distribute.InputContext | None) -> tf.da
 
 
 # The input functions have no Python control flow on tensors (their loops run over the spec),
-# so AutoGraph has nothing to rewrite in them; converting them and every function they call
-# costs ~0.5 s per Trainer. A mistake would fail at trace time, never silently.
+# so AutoGraph has nothing to rewrite in them, and converting them and every function they
+# call costs time in every Trainer. A mistake would fail at trace time, never silently.
 _plain_graph = tf.autograph.experimental.do_not_convert
 
 
@@ -122,8 +122,8 @@ def make_dataset(
             ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
         else:
             shard_records = True
-    # Records cross threads in batches, never one by one (a per-record parallel interleave
-    # tops out near 45k records/s): each file is read and batched where it is decompressed,
+    # Records cross threads in batches, never one by one (a per-record parallel interleave is
+    # far slower): each file is read and batched where it is decompressed,
     # and rebatch makes every batch full again across file ends.
     block = max(batch_size, PARSE_BLOCK_RECORDS)
     ds = ds.interleave(

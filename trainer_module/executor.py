@@ -2,7 +2,7 @@
 
 `run_fn` trains on Transform's output, but its export parity gate (trainer_module/parity.py)
 calls the exported model as a client does, with raw tf.Examples. The Trainer component of this
-pipeline (pipeline/trainer_component.py) has one more input, `raw_examples` (ExampleGen's
+pipeline (pipeline/components/trainer.py) has one more input, `raw_examples` (ExampleGen's
 output); this executor hands the file pattern of its eval split to `run_fn` in
 `custom_config`. It lives here, not in pipeline/, because the TPU trainer image runs it.
 

@@ -4,10 +4,9 @@ starts.
 On the CPU a train step of this model is a few hundred small ops (256×256 matmuls, dropout
 masks, one Adam update per variable). With TensorFlow's default, each op splits its work over
 every core and waits for the slowest part, while the inter-op threads that could run the
-independent ops side by side wait too. Unsplit, they do run side by side: the taxi model on
-2 cores, `model.fit` on the cached input function, three alternating pairs of fresh processes:
-146–167k examples/s with 1 thread per op against 136–148k with the default. On a GPU or TPU
-the host runs little but the input pipeline, so the default stays there.
+independent ops side by side wait too. Unsplit, they do run side by side, and the small
+model trains faster on a CPU. On a GPU or TPU the host runs little but the input pipeline, so
+the default stays there.
 
 TensorFlow reads the setting once, when its runtime starts in the process; afterwards it
 cannot change. The local runner applies it before any component runs (the Trainer runs in

@@ -32,12 +32,26 @@ def _raw_eval_files(fn_args: FnArgs) -> list[str]:
         raise ValueError(
             f"custom_config has no {RAW_EVAL_FILES_KEY!r}: the export parity gate needs the raw "
             "eval examples; run the Trainer as trainer_module.executor.Executor with a "
-            "raw_examples input (pipeline/trainer_component.py does)")
+            "raw_examples input (pipeline/components/trainer.py does)")
     return files
+
+
+class _EpochLog(tf_keras.callbacks.Callback):
+    """One log record per finished epoch, "Epoch n/N finished: metrics" (what a console shows
+    as the Trainer's progress), in place of Keras' printed lines."""
+
+    def __init__(self, epochs: int) -> None:
+        super().__init__()
+        self._epochs = epochs
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        metrics = ", ".join(f"{k}={float(v):.4f}" for k, v in sorted((logs or {}).items()))
+        logging.info("Epoch %d/%d finished: %s", epoch + 1, self._epochs, metrics)
 
 
 def _callbacks(plan: TrainingPlan, model_run_dir: str) -> list[tf_keras.callbacks.Callback]:
     return [
+        _EpochLog(plan.epochs),
         tf_keras.callbacks.TensorBoard(
             log_dir=os.path.join(model_run_dir, "logs"), update_freq="epoch",
             profile_batch=plan.profile_executions()),
@@ -91,7 +105,7 @@ def run_fn(fn_args: FnArgs) -> None:
         validation_data=eval_ds,
         validation_steps=eval_steps,
         callbacks=_callbacks(plan, fn_args.model_run_dir),
-        verbose=2,
+        verbose=0,
     )
     trained = time.monotonic()
     level = logging.get_absl_logger().level

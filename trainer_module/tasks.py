@@ -21,7 +21,7 @@ REGRESSION_LOSSES = ("mse", "huber")
 class EvalMetric:
     """A metric the Evaluator computes and a threshold may bound.
 
-    tfma_class: the MetricConfig class_name (TFMA's, or one of pipeline/eval_metrics.py);
+    tfma_class: the MetricConfig class_name (TFMA's, or one of pipeline/components/eval_metrics.py);
     tfma_name: the name TFMA reports it under; higher_is_better: the direction of its
     thresholds (a lower bound and an allowed drop, or an upper bound and an allowed rise).
     """

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 from ml_metadata.proto import metadata_store_pb2
 
-from pipeline import run_summary
+from pipeline.runs import run_summary
 
 LOCK_FILE = ".run.lock"
 ABANDONED_PROPERTY = "abandoned"

@@ -28,7 +28,7 @@ from tfx.types.component_spec import ExecutionParameter
 from tfx.utils import io_utils, proto_utils
 from tfx_bsl.coders import csv_decoder
 
-from pipeline.source_hash import CODE_VERSION_KEY, module_hash
+from pipeline import names
 
 _UINT64 = 1 << 64
 _FLOAT32 = struct.Struct("<f")
@@ -225,17 +225,11 @@ class Executor(tfx_csv.Executor):
         return _csv_to_examples
 
 
-def code_version() -> str:
-    """Hash of this module: the steps running its executor key their cache on it."""
-    return module_hash(__name__)
-
-
 class CsvExampleGenSpec(standard_component_specs.FileBasedExampleGenSpec):
-    """TFX's FileBasedExampleGenSpec plus the code hash of this module
-    (pipeline/source_hash.py)."""
+    """TFX's FileBasedExampleGenSpec plus the step's code hash (pipeline/cache_keys.py)."""
 
     PARAMETERS = {**standard_component_specs.FileBasedExampleGenSpec.PARAMETERS,
-                  CODE_VERSION_KEY: ExecutionParameter(type=str)}
+                  names.CODE_VERSION: ExecutionParameter(type=str, optional=True)}
 
 
 class CsvExampleGen(TfxCsvExampleGen):
@@ -253,6 +247,5 @@ class CsvExampleGen(TfxCsvExampleGen):
             custom_config=None, range_config=None,
             output_data_format=example_gen_pb2.FORMAT_TF_EXAMPLE,
             output_file_format=example_gen_pb2.FORMAT_TFRECORDS_GZIP,
-            examples=types.Channel(type=standard_artifacts.Examples),
-            **{CODE_VERSION_KEY: code_version()})
+            examples=types.Channel(type=standard_artifacts.Examples))
         base_beam_component.BaseBeamComponent.__init__(self, spec=spec)

@@ -2,7 +2,7 @@
 
 On Kubeflow/Vertex the schema is read inside the pipeline image at a fixed path, and locally
 from the dataset's folder: an edited schema behind the same path would otherwise be served from
-cache, and Transform and the Trainer would go on with the old one (pipeline/source_hash.py).
+cache, and Transform and the Trainer would go on with the old one.
 """
 
 from tfx import types
@@ -11,14 +11,16 @@ from tfx.dsl.components.base import base_component
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ExecutionParameter
 
-SCHEMA_HASH_KEY = "schema_hash"
+from pipeline import names
 
 
 class ImportSchemaGenSpec(standard_component_specs.ImportSchemaGenSpec):
-    """TFX's ImportSchemaGenSpec plus the schema's content hash."""
+    """TFX's ImportSchemaGenSpec plus the schema's content hash and the step's code hash
+    (pipeline/cache_keys.py)."""
 
     PARAMETERS = {**standard_component_specs.ImportSchemaGenSpec.PARAMETERS,
-                  SCHEMA_HASH_KEY: ExecutionParameter(type=str)}
+                  names.SCHEMA_HASH: ExecutionParameter(type=str),
+                  names.CODE_VERSION: ExecutionParameter(type=str, optional=True)}
 
 
 class ImportSchemaGen(import_schema_gen.ImportSchemaGen):
@@ -27,6 +29,6 @@ class ImportSchemaGen(import_schema_gen.ImportSchemaGen):
     SPEC_CLASS = ImportSchemaGenSpec
 
     def __init__(self, schema_file: str, schema_hash: str) -> None:
-        spec = ImportSchemaGenSpec(schema_file=schema_file, schema_hash=schema_hash,
+        spec = ImportSchemaGenSpec(schema_file=schema_file, **{names.SCHEMA_HASH: schema_hash},
                                    schema=types.Channel(type=standard_artifacts.Schema))
         base_component.BaseComponent.__init__(self, spec=spec)

@@ -1,13 +1,13 @@
 """Compiles the DAG for Vertex AI Pipelines or Kubeflow Pipelines 2 (KFP v2 IR, PipelineJob JSON).
 
-    python pipeline/kubeflow_v2_runner.py [--target vertex|kfp] [--config cloud.toml]
-    tfx pipeline compile --engine vertex --pipeline_path pipeline/kubeflow_v2_runner.py
+    python pipeline/cloud/kubeflow_v2_runner.py [--target vertex|kfp] [--config cloud.toml]
+    tfx pipeline compile --engine vertex --pipeline_path pipeline/cloud/kubeflow_v2_runner.py
 
 Settings come from the cloud config file (--config, or $CLOUD_CONFIG) and environment variables
-(see pipeline/cloud_config.py); the file goes to build/<target>/ (or $BUILD_DIR/<target>/).
+(see pipeline/cloud/settings.py); the file goes to build/<target>/ (or $BUILD_DIR/<target>/).
 The two targets differ where their backends do: Kubeflow Pipelines' backend refuses resolver
 executors, so its spec finds the baseline in the serving dir instead. Nothing here talks to
-Google Cloud: `pipeline/submit.py` sends the compiled file.
+Google Cloud: `pipeline/cloud/submit.py` sends the compiled file.
 """
 
 import argparse
@@ -15,7 +15,8 @@ import json
 import os
 import sys
 
-from pipeline import cloud_config, names
+from pipeline import names
+from pipeline.cloud import settings
 from pipeline.pipeline_config import REPO_ROOT, ConfigError
 
 # Where the pipeline image (Dockerfile) holds this project.
@@ -26,32 +27,37 @@ TARGET_ENV = "TARGET"
 UNCACHED_TASKS = (names.WARM_START_RESOLVER,)
 
 
-def pipeline_file(cloud: cloud_config.CloudConfig, target: str,
+def pipeline_file(cloud: settings.CloudConfig, target: str,
                   output_dir: str = DEFAULT_OUTPUT_DIR) -> str:
     """Where the compiled file for `target` goes."""
     return os.path.join(output_dir, target, f"{cloud.pipeline_name}.json")
 
 
-def compile_pipeline(cloud: cloud_config.CloudConfig, output_dir: str,
+def create_pipeline(cloud: settings.CloudConfig, target: str):
+    """The DAG as it runs on `target`: in the pipeline image, with the cloud settings."""
+    from pipeline import dag
+
+    return dag.create_pipeline(cloud.pipeline_config(), dag.KubeflowTarget(
+        image_project_dir=IMAGE_PROJECT_DIR, vertex_region=cloud.region,
+        vertex_training_args=cloud.vertex_training_args(), resolvers=target == "vertex",
+        vertex_serving_args=cloud.vertex_serving_args(), serving_image=cloud.serving_image,
+        batch_predict_uri=cloud.batch_predict_uri))
+
+
+def compile_pipeline(cloud: settings.CloudConfig, output_dir: str,
                      target: str = "vertex") -> str:
     """Writes <output_dir>/<target>/<pipeline_name>.json and returns its path."""
     from tfx import v1 as tfx
 
-    from pipeline import dag
-
-    if target not in cloud_config.TARGETS:
-        raise ConfigError(f"target={target!r}: expected one of {', '.join(cloud_config.TARGETS)}")
+    if target not in settings.TARGETS:
+        raise ConfigError(f"target={target!r}: expected one of {', '.join(settings.TARGETS)}")
     if cloud.endpoint_name and target != "vertex":
         raise ConfigError(
             f"endpoint_name={cloud.endpoint_name!r} (ENDPOINT_NAME) with target={target!r}: "
             "endpoint deployment needs target 'vertex'; on Kubeflow Pipelines the Pusher "
             "writes the serving dir, where the next run finds its baseline. Unset "
             "endpoint_name, or compile with TARGET=vertex")
-    pipeline = dag.create_pipeline(cloud.pipeline_config(), dag.KubeflowTarget(
-        image_project_dir=IMAGE_PROJECT_DIR, vertex_region=cloud.region,
-        vertex_training_args=cloud.vertex_training_args(), resolvers=target == "vertex",
-        vertex_serving_args=cloud.vertex_serving_args(), serving_image=cloud.serving_image,
-        batch_predict_uri=cloud.batch_predict_uri))
+    pipeline = create_pipeline(cloud, target)
     path = pipeline_file(cloud, target, output_dir)
     runner = tfx.orchestration.experimental.KubeflowV2DagRunner(
         config=tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(
@@ -77,14 +83,14 @@ def _disable_cache(path: str, tasks: tuple[str, ...]) -> None:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Compile the pipeline for Kubeflow/Vertex.")
-    parser.add_argument("--target", choices=cloud_config.TARGETS,
+    parser.add_argument("--target", choices=settings.TARGETS,
                         default=os.environ.get(TARGET_ENV) or "vertex")
     parser.add_argument("--config", default=os.environ.get("CLOUD_CONFIG"),
-                        help="cloud settings (TOML); see pipeline/cloud.example.toml")
+                        help="cloud settings (TOML); see pipeline/cloud/cloud.example.toml")
     parser.add_argument("--output-dir", default=DEFAULT_OUTPUT_DIR)
     args = parser.parse_args(argv)
     try:
-        cloud = cloud_config.load(args.config)
+        cloud = settings.load(args.config)
         path = compile_pipeline(cloud, os.path.abspath(args.output_dir), args.target)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

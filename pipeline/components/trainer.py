@@ -3,7 +3,8 @@
 The export parity gate inside `run_fn` (trainer_module/parity.py) calls the exported model with
 raw eval examples; TFX's TrainerSpec has no input for them, so this spec adds `raw_examples`
 and the executor (trainer_module/executor.py) passes their eval split to `run_fn`. The node id
-stays "Trainer". pipeline/vertex_trainer.py runs the same executor as a Vertex AI CustomJob.
+stays "Trainer". pipeline/components/vertex_trainer.py runs the same executor as a Vertex AI
+CustomJob.
 """
 
 from typing import Any

@@ -1,6 +1,6 @@
 """`make clean-outputs`: what an output dir holds, and deleting it only when told to.
 
-    python -m pipeline.outputs [--output-dir O] [--confirm]
+    python -m pipeline.runs.outputs [--output-dir O] [--confirm]
 
 An output dir holds every pipeline's pushed models and the ML Metadata store, whose history is
 what the next run compares against (its baseline) and reuses (its cache): nothing rebuilds
@@ -13,7 +13,6 @@ import os
 import shutil
 import sys
 
-from pipeline import run_lock
 from pipeline.pipeline_config import (
     DEFAULT_OUTPUT_DIR,
     METADATA_FILE,
@@ -21,6 +20,7 @@ from pipeline.pipeline_config import (
     PREDICTIONS_DIR,
     SERVING_DIR,
 )
+from pipeline.runs import run_lock
 
 
 def _size(path: str) -> int:
@@ -56,7 +56,7 @@ def describe(output_dir: str) -> list[str]:
 
 
 def _pipelines(store_path: str) -> list[str]:
-    from pipeline import run_summary
+    from pipeline.runs import run_summary
 
     try:
         store = run_summary.open_store(store_path)

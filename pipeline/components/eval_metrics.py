@@ -204,10 +204,42 @@ class OnePassBinaryAccuracy(confusion_matrix_metrics.BinaryAccuracy):
 
 class OnePassAUC(confusion_matrix_metrics.AUC):
     """TFMA's AUC (ROC, 10,000 thresholds), reported as `auc`, its histogram built in the shared
-    pass."""
+    pass; NaN (undefined) on a slice that holds one class only, where TFMA reports 0."""
 
     def computations(self, *args, **kwargs) -> metric_types.MetricComputations:
-        return _share_passes(super().computations(*args, **kwargs))
+        computations = _share_passes(super().computations(*args, **kwargs))
+        return _undefined_with_one_class(computations, self.name)
+
+
+def _undefined_with_one_class(computations: metric_types.MetricComputations,
+                              name: str) -> metric_types.MetricComputations:
+    """The computations, with metric `name` NaN where its histogram (same model, output and
+    sub key) holds no positive or no negative weight: a ROC curve needs both."""
+
+    def where(key: metric_types.MetricKey) -> tuple:
+        return key.model_name, key.output_name, key.sub_key, key.example_weighted
+
+    histograms = {where(k): k for c in computations
+                  if isinstance(c, metric_types.MetricComputation) for k in c.keys
+                  if k.name.startswith(calibration_histogram.CALIBRATION_HISTOGRAM_NAME)}
+
+    def guarded(derived: metric_types.DerivedMetricComputation
+                ) -> metric_types.DerivedMetricComputation:
+        def result(metrics: dict[metric_types.MetricKey, Any]
+                   ) -> dict[metric_types.MetricKey, Any]:
+            values = derived.result(metrics)
+            for key in [k for k in values if k.name == name and where(k) in histograms]:
+                buckets = metrics[histograms[where(key)]]
+                positives = sum(b.weighted_labels for b in buckets)
+                negatives = sum(b.weighted_examples for b in buckets) - positives
+                if np.isclose(positives, 0.0) or np.isclose(negatives, 0.0):
+                    values[key] = float("nan")
+            return values
+
+        return metric_types.DerivedMetricComputation(keys=derived.keys, result=result)
+
+    return [guarded(c) if isinstance(c, metric_types.DerivedMetricComputation)
+            and any(k.name == name for k in c.keys) else c for c in computations]
 
 
 def _calibration(

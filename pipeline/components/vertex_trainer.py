@@ -2,7 +2,7 @@
 
 Its step in the pipeline submits a CustomJob through TFX's Vertex job client and waits for it;
 the job runs `trainer_module.executor.Executor`, so `run_fn` gets the raw eval examples and
-checks its export there as it does locally. Kept apart from pipeline/trainer_component.py
+checks its export there as it does locally. Kept apart from pipeline/components/trainer.py
 because importing TFX's Vertex executor loads the Google Cloud AI Platform SDK, which local
 runs never need.
 
@@ -28,7 +28,7 @@ from tfx.types import standard_component_specs
 from tfx.utils import json_utils, name_utils
 
 from pipeline import names
-from pipeline.trainer_component import Trainer
+from pipeline.components.trainer import Trainer
 from trainer_module import executor
 
 POLL_SECONDS = 30

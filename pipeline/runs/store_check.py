@@ -17,7 +17,7 @@ def check_store(metadata_path: str) -> None:
     version can use; the file is only read."""
     if not os.path.exists(metadata_path):
         return  # the first run creates it
-    from pipeline import run_summary
+    from pipeline.runs import run_summary
 
     try:
         run_summary.open_store(metadata_path).get_context_types()

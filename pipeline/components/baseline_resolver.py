@@ -7,7 +7,7 @@ model as a new version. Resolving the baseline relative to the candidate (blesse
 smaller MLMD id, i.e. registered before it) gives the Evaluator the same inputs on every rerun:
 everything is served from the cache, and a new model is still compared with the last blessed
 one before it. A blessed model trained for another label or feature set is no baseline: it is
-skipped, with the reason (pipeline/baselines.py).
+skipped, with the reason (pipeline/components/baselines.py).
 
 Kubeflow Pipelines v2 and Vertex compile only TFX's built-in resolver strategies; runners for
 them use LatestBlessedModelStrategy.
@@ -23,7 +23,8 @@ from tfx.dsl.input_resolution.strategies.latest_blessed_model_strategy import (
 from tfx.types import standard_artifacts
 from tfx.types.channel import Channel
 
-from pipeline import baselines, names
+from pipeline import names
+from pipeline.components import baselines
 
 MODEL_KEY = "model"
 BLESSING_KEY = "model_blessing"
@@ -32,7 +33,7 @@ CANDIDATE_KEY = "candidate"
 
 class BlessedBeforeCandidateStrategy(ResolverStrategy):
     """Newest blessed Model whose id is below the candidate's, with its ModelBlessing, when it
-    was trained for the same label and features (pipeline/baselines.py); else none."""
+    was trained for the same label and features (pipeline/components/baselines.py); else none."""
 
     def resolve_artifacts(
         self, store, input_dict: dict[str, list[types.Artifact]]

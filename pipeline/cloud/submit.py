@@ -1,7 +1,7 @@
 """Submits a compiled pipeline to Vertex AI Pipelines or to a Kubeflow Pipelines 2 endpoint.
 
-    python -m pipeline.submit --target vertex [--config cloud.toml] [--dry-run]
-    python -m pipeline.submit --target kfp --host http://localhost:8080 [--dry-run]
+    python -m pipeline.cloud.submit --target vertex [--config cloud.toml] [--dry-run]
+    python -m pipeline.cloud.submit --target kfp --host http://localhost:8080 [--dry-run]
 
 The pipeline file is the one `make compile` wrote for the target
 (build/<target>/<pipeline_name>.json). Caching follows the `enable_cache` setting; a KFP run
@@ -19,12 +19,12 @@ import sys
 import tempfile
 from typing import Any
 
-from pipeline import cloud_config, compiled_spec
-from pipeline.kubeflow_v2_runner import pipeline_file as compiled_file
+from pipeline.cloud import compiled_spec, settings
+from pipeline.cloud.kubeflow_v2_runner import pipeline_file as compiled_file
 from pipeline.pipeline_config import ConfigError
 
 
-def _pipeline_file(cloud: cloud_config.CloudConfig, target: str, path: str | None) -> str:
+def _pipeline_file(cloud: settings.CloudConfig, target: str, path: str | None) -> str:
     path = path or compiled_file(cloud, target)
     if not os.path.isfile(path):
         raise ConfigError(f"pipeline file {path!r} does not exist: run `make compile "
@@ -32,7 +32,7 @@ def _pipeline_file(cloud: cloud_config.CloudConfig, target: str, path: str | Non
     return path
 
 
-def vertex_job(cloud: cloud_config.CloudConfig, pipeline_file: str, dry_run: bool):
+def vertex_job(cloud: settings.CloudConfig, pipeline_file: str, dry_run: bool):
     """The aiplatform PipelineJob, with the service account and network `submit` would set."""
     from google.cloud import aiplatform
 
@@ -75,7 +75,7 @@ def kfp_package(pipeline_file: str, directory: str) -> str:
     return path
 
 
-def kfp_run_request(client, cloud: cloud_config.CloudConfig, package: str, experiment_id: str):
+def kfp_run_request(client, cloud: settings.CloudConfig, package: str, experiment_id: str):
     """The V2beta1Run body `create_run_from_pipeline_package` sends, built by the kfp client."""
     import kfp_server_api
 
@@ -89,7 +89,7 @@ def kfp_run_request(client, cloud: cloud_config.CloudConfig, package: str, exper
         service_account=cloud.kfp_service_account or None)
 
 
-def submit_kfp(cloud: cloud_config.CloudConfig, pipeline_file: str, host: str,
+def submit_kfp(cloud: settings.CloudConfig, pipeline_file: str, host: str,
                experiment: str, dry_run: bool) -> dict[str, Any]:
     import kfp
 
@@ -115,7 +115,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Submit the compiled pipeline.")
     parser.add_argument("--target", choices=("vertex", "kfp"), required=True)
     parser.add_argument("--config", default=os.environ.get("CLOUD_CONFIG"),
-                        help="cloud settings (TOML); see pipeline/cloud.example.toml")
+                        help="cloud settings (TOML); see pipeline/cloud/cloud.example.toml")
     parser.add_argument("--pipeline-file",
                         help="default: build/<target>/<pipeline_name>.json")
     parser.add_argument("--host", help="Kubeflow Pipelines endpoint (default: kfp_host / "
@@ -125,7 +125,7 @@ def main(argv: list[str]) -> int:
                         help="build and print the request; send nothing")
     args = parser.parse_args(argv)
     try:
-        cloud = cloud_config.load(args.config)
+        cloud = settings.load(args.config)
         pipeline_file = _pipeline_file(cloud, args.target, args.pipeline_file)
         if args.target == "vertex":
             job = vertex_job(cloud, pipeline_file, args.dry_run)

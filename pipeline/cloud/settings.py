@@ -14,9 +14,9 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
+from pipeline.cloud.tpu_types import TPU_TYPES
 from pipeline.env_settings import BOOL_WORDS, from_env
 from pipeline.pipeline_config import PIPELINE_NAME_RE, ConfigError, PipelineConfig
-from pipeline.tpu_types import TPU_TYPES
 
 TARGETS = ("vertex", "kfp")
 BEAM_RUNNERS = ("direct", "dataflow")
@@ -135,7 +135,7 @@ _BOOLS = ("enable_cache", "warm_start", "dataflow_public_ips")
 @dataclasses.dataclass(frozen=True)
 class CloudConfig:
     """Where and how the DAG runs on Google Cloud; each field is documented in _FIELDS and in
-    pipeline/cloud.example.toml."""
+    pipeline/cloud/cloud.example.toml."""
 
     project: str
     region: str
@@ -443,7 +443,7 @@ def read(path: str | None = None, env: Mapping[str, str] | None = None) -> Cloud
     if path:
         if not os.path.isfile(path):
             raise ConfigError(f"cloud config {path!r}: no such file; copy "
-                              "pipeline/cloud.example.toml and fill it in")
+                              "pipeline/cloud/cloud.example.toml and fill it in")
         try:
             with open(path, "rb") as f:
                 values = tomllib.load(f)

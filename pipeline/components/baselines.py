@@ -5,8 +5,8 @@ and only if it was trained for the same model contract: the dataset spec's label
 as its Trainer received them in custom_config. A model trained on another label rule, task or
 feature set scores a different question, so comparing the two would bless or reject for the
 wrong reason: such a baseline is skipped, with the reason, and the value thresholds alone
-decide. The resolver (pipeline/baseline_resolver.py) and the run summary use these functions,
-so what is compared and what the summary says come from one place.
+decide. The resolver (pipeline/components/baseline_resolver.py) and the run summary use these
+functions, so what is compared and what the summary says come from one place.
 """
 
 import json

@@ -100,7 +100,8 @@ def AnomalyGate(
 
     label_columns: the raw columns the label is made from, comma-separated.
     missing_labels: the spec's [label] missing: 'stop' or 'drop'.
-    code_version: a hash of this module, so an edited gate never runs from cache.
+    code_version: the step's code hash (pipeline/cache_keys.py), so an edited gate never runs
+      from cache.
     """
     del code_version
     splits = artifact_utils.decode_split_names(anomalies.split_names)

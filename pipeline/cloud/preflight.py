@@ -1,6 +1,6 @@
 """Checks a cloud run against the rules its backends apply, before anything is submitted.
 
-    python -m pipeline.preflight --target vertex|kfp [--config cloud.toml]
+    python -m pipeline.cloud.preflight --target vertex|kfp [--config cloud.toml]
 
 Every check needs no network: it reads the settings, compiles the pipeline for the target into
 a temporary folder and reads the compiled spec back, and reads the Dockerfiles and the lock.
@@ -37,17 +37,19 @@ import sys
 import tempfile
 from collections.abc import Callable
 
-from pipeline import cloud_config, compiled_spec, names
+from pipeline import console, names
+from pipeline.cloud import compiled_spec, settings
+from pipeline.cloud.tpu_types import LIBTPU_PATH, PJRT_ENV, TPU_TYPES
 from pipeline.datasets import REPO_ROOT
 from pipeline.errors import ConfigError
-from pipeline.tpu_types import LIBTPU_PATH, PJRT_ENV, TPU_TYPES
+from pipeline.pipeline_config import DEFAULT_OUTPUT_DIR
 
 # Executor kinds (keys of deploymentSpec.executors[*]) each backend runs.
 SUPPORTED_EXECUTORS = {
     "kfp": {"container", "importer"},
     "vertex": {"container", "importer", "resolver", "customJob"},
 }
-VERTEX_TRAINER_EXECUTOR = "pipeline.vertex_trainer.VertexExecutor"
+VERTEX_TRAINER_EXECUTOR = "pipeline.components.vertex_trainer.VertexExecutor"
 BEAM_TASKS = ("CsvExampleGen", "BigQueryExampleGen", "StatisticsGen", "Transform", "Evaluator")
 SDK_ENV_LINE = "RUN_PYTHON_SDK_IN_DEFAULT_ENVIRONMENT=1"
 # The packages the pipeline image installs over the TFX image's own (which pins Beam 2.59,
@@ -78,7 +80,7 @@ class ProjectFiles:
 
 @dataclasses.dataclass(frozen=True)
 class Context:
-    cloud: cloud_config.CloudConfig
+    cloud: settings.CloudConfig
     target: str
     job: dict  # the compiled PipelineJob
     files: ProjectFiles
@@ -124,7 +126,7 @@ def check_images(ctx: Context) -> list[str]:
                 if name in ("pipeline_image", "tpu_trainer_image")]
     for name, executor in ctx.executors.items():
         image = executor.get("container", {}).get("image", "")
-        reason = cloud_config.image_problem(image) if image else ""
+        reason = settings.image_problem(image) if image else ""
         if reason:
             problems.append(f"{name} runs image {image!r}: {reason}")
     return problems
@@ -212,9 +214,9 @@ def check_dataflow(ctx: Context) -> list[str]:
         problems += [f"{task}: {flag}={flags.get(flag)!r}, expected {value!r}"
                      for flag, value in wanted.items() if flags.get(flag) != value]
         disk = flags.get("--disk_size_gb", "")
-        if not disk.isdigit() or int(disk) < cloud_config.MIN_DATAFLOW_DISK_GB:
+        if not disk.isdigit() or int(disk) < settings.MIN_DATAFLOW_DISK_GB:
             problems.append(f"{task}: --disk_size_gb={disk or None!r}, expected at least "
-                            f"{cloud_config.MIN_DATAFLOW_DISK_GB} for the >10 GB image")
+                            f"{settings.MIN_DATAFLOW_DISK_GB} for the >10 GB image")
         if (ctx.cloud.network or not ctx.cloud.dataflow_public_ips) and not flags.get(
                 "--subnetwork"):
             problems.append(f"{task}: no --subnetwork, which workers on a custom network or "
@@ -246,37 +248,26 @@ def check_image_versions(ctx: Context) -> list[str]:
 
 
 def check_cache_keys(ctx: Context) -> list[str]:
-    """The compiled spec carries the current content hashes of the schema and of each custom
-    component's code, so an edit is never served from cache."""
-    from pipeline import csv_examples, dag, served_model
-    from pipeline.schema_import import SCHEMA_HASH_KEY
-    from pipeline.source_hash import CODE_VERSION_KEY, file_hash, module_hash
+    """The compiled spec carries the current content hash of the schema and the code hash of
+    every step that runs project code (pipeline/cache_keys.py), so an edit is never served
+    from cache."""
+    from pipeline import cache_keys
+    from pipeline.cloud import kubeflow_v2_runner
 
-    config = ctx.cloud.pipeline_config()
-    served = served_model.code_version()
-    expected = {
-        (names.SCHEMA_GEN, SCHEMA_HASH_KEY): file_hash(config.schema_path),
-        (names.ANOMALY_GATE, CODE_VERSION_KEY): module_hash("pipeline.anomaly_gate"),
-        (names.EVALUATOR, CODE_VERSION_KEY): served,
-    }
-    for task in (names.BASELINE_RESOLVER, names.WARM_START_RESOLVER):
-        if task in ctx.tasks and ctx.container(task):  # the ServedModel step, not a resolver
-            expected[(task, CODE_VERSION_KEY)] = served
-    for task in (names.CSV_EXAMPLE_GEN, names.PREDICT_EXAMPLE_GEN):
-        if task in ctx.tasks:  # not with BigQueryExampleGen, nor without batch predictions
-            expected[(task, CODE_VERSION_KEY)] = csv_examples.code_version()
     problems = []
-    for (task, key), value in expected.items():
-        found = ctx.parameter(task, key)
-        if found != value:
-            problems.append(f"{task}.{key} is {found!r}, the current content's hash is "
-                            f"{value!r}: recompile (make compile) after editing")
-    trainer_config = json.loads(ctx.parameter(names.TRAINER, "custom_config") or "{}")
-    trainer_version = dag.trainer_code_version()
-    if trainer_config.get(CODE_VERSION_KEY) != trainer_version:
-        problems.append(f"Trainer custom_config {CODE_VERSION_KEY} is "
-                        f"{trainer_config.get(CODE_VERSION_KEY)!r}, the current code's is "
-                        f"{trainer_version!r}")
+    for component in kubeflow_v2_runner.create_pipeline(ctx.cloud, ctx.target).components:
+        if component.id not in ctx.tasks:
+            continue
+        compiled = {key: ctx.parameter(component.id, key)
+                    for key in (names.CODE_VERSION, names.CUSTOM_CONFIG, names.SCHEMA_HASH)}
+        pairs = [(names.CODE_VERSION, cache_keys.recorded_code_version(compiled),
+                  cache_keys.step_code_version(component) or None)]
+        if names.SCHEMA_HASH in component.exec_properties:
+            pairs.append((names.SCHEMA_HASH, compiled[names.SCHEMA_HASH],
+                          component.exec_properties[names.SCHEMA_HASH]))
+        problems += [f"{component.id}.{key} is {found!r}, the current content's hash is "
+                     f"{current!r}: recompile (make compile) after editing"
+                     for key, found, current in pairs if found != current]
     return problems
 
 
@@ -310,12 +301,12 @@ def check_endpoint(ctx: Context) -> list[str]:
         problems.append(f"Pusher region is {deployment.get('region')!r}, the pipeline's is "
                         f"{ctx.cloud.region!r}")
     image = deployment.get("serving_image") or ""
-    match = cloud_config.PREBUILT_IMAGE_RE.match(image)
+    match = settings.PREBUILT_IMAGE_RE.match(image)
     if image not in prediction.TF_CONTAINER_URIS or not match or match["accelerator"] != "cpu":
         problems.append(f"Pusher serving image {image!r} is not one of the prebuilt TensorFlow "
                         "CPU prediction images google-cloud-aiplatform lists "
                         "(aiplatform.constants.prediction.TF_CONTAINER_URIS)")
-    elif match["geo"] != cloud_config.multi_region(ctx.cloud.region):
+    elif match["geo"] != settings.multi_region(ctx.cloud.region):
         problems.append(f"Pusher serving image {image!r} is pulled from another multi-region "
                         f"than the endpoint's region {ctx.cloud.region!r}")
     args = dict(deployment.get("serving_args") or {})
@@ -351,9 +342,9 @@ def run_checks(ctx: Context) -> dict[str, list[str]]:
     return {name: check(ctx) for name, check in CHECKS}
 
 
-def compiled_job(cloud: cloud_config.CloudConfig, target: str) -> dict:
+def compiled_job(cloud: settings.CloudConfig, target: str) -> dict:
     """The pipeline compiled for `target` into a temporary folder, parsed."""
-    from pipeline import kubeflow_v2_runner
+    from pipeline.cloud import kubeflow_v2_runner
 
     with tempfile.TemporaryDirectory() as tmp:
         path = kubeflow_v2_runner.compile_pipeline(cloud, tmp, target)
@@ -363,24 +354,29 @@ def compiled_job(cloud: cloud_config.CloudConfig, target: str) -> dict:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Check a cloud run before submitting it.")
-    parser.add_argument("--target", choices=cloud_config.TARGETS, default="vertex")
+    parser.add_argument("--target", choices=settings.TARGETS, default="vertex")
     parser.add_argument("--config", default=os.environ.get("CLOUD_CONFIG"),
-                        help="cloud settings (TOML); see pipeline/cloud.example.toml")
+                        help="cloud settings (TOML); see pipeline/cloud/cloud.example.toml")
     args = parser.parse_args(argv)
     try:
-        cloud = cloud_config.read(args.config)
+        cloud = settings.read(args.config)
     except ConfigError as e:
         print(f"FAIL settings: {e}")
         return 2
+    with console.session(os.environ.get("OUTPUT_DIR") or DEFAULT_OUTPUT_DIR, "preflight"):
+        return _check(cloud, args.target)
+
+
+def _check(cloud: settings.CloudConfig, target: str) -> int:
     try:
-        job = compiled_job(cloud.validate(), args.target)
+        job = compiled_job(cloud.validate(), target)
     except ConfigError as e:
         # The settings are wrong in ways the checks below name one by one; compile with what
         # can be compiled is impossible, so list those and stop.
         for _, message in cloud.problems() or [("", str(e))]:
             print(f"FAIL settings: {message}")
         return 1
-    results = run_checks(Context(cloud, args.target, job, ProjectFiles.read()))
+    results = run_checks(Context(cloud, target, job, ProjectFiles.read()))
     for name, problems in results.items():
         if problems:
             for problem in problems:
@@ -388,7 +384,7 @@ def main(argv: list[str]) -> int:
         else:
             print(f"ok   {name}")
     failed = sum(bool(p) for p in results.values())
-    print(f"{args.target}: {len(results) - failed} of {len(results)} checks passed")
+    print(f"{target}: {len(results) - failed} of {len(results)} checks passed")
     return 1 if failed else 0
 
 

@@ -341,13 +341,13 @@ def write(result: dict, results_dir: str) -> list[str]:
     return paths
 
 
-def replace_block(readme: str, begin: str, end: str, text: str) -> None:
-    """Replaces what stands between the markers `begin` and `end` in the README with `text`."""
-    with open(readme, encoding="utf-8") as f:
+def replace_block(doc: str, begin: str, end: str, text: str) -> None:
+    """Replaces what stands between the markers `begin` and `end` in `doc` with `text`."""
+    with open(doc, encoding="utf-8") as f:
         content = f.read()
     new, count = re.subn(re.escape(begin) + r".*?" + re.escape(end),
                          lambda _: f"{begin}\n{text}\n{end}", content, flags=re.S)
     if count != 1:
-        raise ValueError(f"{readme}: expected one {begin} … {end} block")
-    with open(readme, "w", encoding="utf-8") as f:
+        raise ValueError(f"{doc}: expected one {begin} … {end} block")
+    with open(doc, "w", encoding="utf-8") as f:
         f.write(new)

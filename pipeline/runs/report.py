@@ -1,6 +1,6 @@
 """The run report: one HTML page (plus the PNGs it embeds) about the latest run of a pipeline.
 
-    python -m pipeline.report [--output-dir O] [--pipeline-name P]    (or `make report`)
+    python -m pipeline.runs.report [--output-dir O] [--pipeline-name P]    (or `make report`)
 
 Everything on the page is read back from what the run left behind: execution states and
 durations from MLMD, training curves from the Trainer's TensorBoard logs, metrics, thresholds
@@ -14,12 +14,14 @@ import dataclasses
 import datetime
 import glob
 import html
+import math
 import os
 import sys
 
-from pipeline import eval_results, names, run_summary
+from pipeline import names
 from pipeline.env_settings import from_env
 from pipeline.pipeline_config import ConfigError, PipelineConfig
+from pipeline.runs import eval_results, run_summary
 
 REPORT_DIR = "report"
 CURVE_SPLITS = ("train", "validation")
@@ -116,7 +118,7 @@ def evaluation(uri: str) -> Evaluation:
     """Metrics per slice, and every configured threshold with TFMA's verdict on it."""
     from tensorflow_model_analysis.writers import eval_config_writer
 
-    from pipeline import eval_metrics
+    from pipeline.components import eval_metrics
 
     eval_config = eval_config_writer.load_eval_run(uri)[0]
     slices = eval_results.slice_metrics(uri)
@@ -186,7 +188,7 @@ def collect(config: PipelineConfig) -> ReportData:
     # TensorFlow and TFX load only once there is a run to read.
     from tfx.types import artifact_utils
 
-    from pipeline import anomaly_gate
+    from pipeline.components import anomaly_gate
 
     curves = {}
     model_run = summary.output(names.TRAINER, names.MODEL_RUN)
@@ -229,7 +231,7 @@ def collect(config: PipelineConfig) -> ReportData:
 def model_card(config: PipelineConfig, summary: run_summary.RunSummary, pushed: str,
                splits) -> ModelCard | None:
     """The card of the model pushed to `pushed` (None when it holds no serving contract)."""
-    from pipeline import anomaly_gate
+    from pipeline.components import anomaly_gate
     from trainer_module.feature_signature import read_contract
 
     try:
@@ -334,7 +336,11 @@ def _table(table_id: str, header: list[str], rows: list[list[object]]) -> str:
 
 
 def _num(value: float | None, digits: int = 4) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
+    """A metric's value; "n/a" where it is undefined on the slice (NaN: AUC or calibration
+    where the slice holds one class), "—" where it was not computed."""
+    if value is None:
+        return "—"
+    return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
 
 
 def _blessing_section(data: ReportData) -> str:

@@ -1,5 +1,5 @@
 """What the last run did, read back from its MLMD store: states, durations, blessing, push
-(what the Evaluator's files say is read in pipeline/eval_results.py).
+(what the Evaluator's files say is read in pipeline/runs/eval_results.py).
 
 Runners print this after a run, and tests assert on the same records, so what a user is told
 and what is checked come from one source: the metadata TFX itself wrote.
@@ -11,7 +11,9 @@ import os
 import ml_metadata as mlmd
 from ml_metadata.proto import metadata_store_pb2
 
-from pipeline import baselines, eval_results, names
+from pipeline import names
+from pipeline.components import baselines
+from pipeline.runs import eval_results
 
 _STATE_NAMES = {v: k for k, v in metadata_store_pb2.Execution.State.items()}
 OK_STATES = ("COMPLETE", "CACHED")

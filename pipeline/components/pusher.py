@@ -11,12 +11,14 @@ Pusher, which writes saved_model.pb last so that TF Serving waits for a complete
 import os
 import shutil
 
+from tfx import types
 from tfx.components import Pusher
 from tfx.components.pusher import executor as pusher_executor
-from tfx.dsl.components.base import executor_spec
+from tfx.dsl.components.base import base_component, executor_spec
 from tfx.proto import pusher_pb2
-from tfx.types import artifact_utils
-from tfx.utils import proto_utils
+from tfx.types import artifact_utils, standard_artifacts, standard_component_specs
+from tfx.types.component_spec import ExecutionParameter
+from tfx.utils import json_utils, proto_utils
 
 from pipeline import names
 
@@ -46,7 +48,23 @@ class StagedPusherExecutor(pusher_executor.Executor):
         pushed.set_string_custom_property(names.PUSHED_DESTINATION, final)
 
 
+class StagedPusherSpec(standard_component_specs.PusherSpec):
+    """TFX's PusherSpec plus the step's code hash (pipeline/cache_keys.py)."""
+
+    PARAMETERS = {**standard_component_specs.PusherSpec.PARAMETERS,
+                  names.CODE_VERSION: ExecutionParameter(type=str, optional=True)}
+
+
 class StagedPusher(Pusher):
     """tfx.components.Pusher with StagedPusherExecutor (filesystem destinations only)."""
 
+    SPEC_CLASS = StagedPusherSpec
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(StagedPusherExecutor)
+
+    def __init__(self, *, model: types.BaseChannel, model_blessing: types.BaseChannel,
+                 push_destination: pusher_pb2.PushDestination) -> None:
+        spec = StagedPusherSpec(
+            model=model, model_blessing=model_blessing, push_destination=push_destination,
+            custom_config=json_utils.dumps(None),
+            pushed_model=types.Channel(type=standard_artifacts.PushedModel))
+        base_component.BaseComponent.__init__(self, spec=spec)

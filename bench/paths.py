@@ -1,0 +1,10 @@
+"""Where the bench works and what it writes: one owner for every module of bench/."""
+
+import os
+
+from pipeline.pipeline_config import REPO_ROOT
+
+WORK_DIR = os.path.join(REPO_ROOT, "bench", "work")  # generated data and runs; make clean
+RESULTS_DIR = os.path.join(REPO_ROOT, "bench", "results")  # the latest results, committed
+# The page whose generated blocks (figures, bench, quality) the bench rewrites.
+BENCHMARKS_DOC = os.path.join(REPO_ROOT, "docs", "benchmarks.md")

@@ -1,0 +1,128 @@
+"""The docs say what the code does: the README's settings table has the code's variables, types
+and defaults; docs/architecture.md names every module; every project file the docs name exists;
+the README stays a front page."""
+
+import dataclasses
+import glob
+import os
+import re
+
+import pytest
+
+from pipeline import console, env_settings
+from pipeline.pipeline_config import REPO_ROOT, PipelineConfig
+from trainer_module.config import CHOICES, SETTINGS, TrainerConfig
+
+README = os.path.join(REPO_ROOT, "README.md")
+DOCS = sorted(glob.glob(os.path.join(REPO_ROOT, "docs", "*.md")))
+TYPES = {env_settings._env_int: "whole number", env_settings._env_float: "number",
+         env_settings._env_bool: "true/false", env_settings._env_steps: "steps `first,last`",
+         env_settings._env_str: "text"}
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    type: str
+    default: str
+
+
+@pytest.fixture(scope="module")
+def table() -> dict[str, Row]:
+    block = re.search(r"<!-- settings:begin -->\n(.*?)<!-- settings:end -->", _read(README),
+                      re.S).group(1)
+    rows = {}
+    for line in block.splitlines()[2:]:
+        variable, kind, default, _ = (cell.strip() for cell in line.strip("|").split(" | "))
+        rows[variable.strip("`")] = Row(kind, default)
+    return rows
+
+
+def test_the_table_lists_every_variable_the_runner_reads(table):
+    read = {*env_settings._ENV_NAMES, *env_settings._ENV_INTS, *env_settings._ENV_FLOATS,
+            *env_settings.TRAINER_VARIABLES, console.VERBOSE_ENV}
+    assert set(table) == read
+
+
+def _shown(value) -> str:
+    """How the table writes a code default."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return f"`{value}`" if value else "empty"
+    if isinstance(value, tuple):
+        return "empty" if not value else ",".join(map(str, value))
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def test_trainer_settings_have_the_codes_type_and_default(table):
+    defaults = TrainerConfig.create()
+    for variable, (setting, parse) in env_settings.TRAINER_VARIABLES.items():
+        row = table[variable]
+        if setting in CHOICES:
+            assert row.type == ", ".join(f"`{c}`" for c in CHOICES[setting]), variable
+        else:
+            assert row.type == TYPES[parse], variable
+        default = getattr(getattr(defaults, SETTINGS[setting]), setting)
+        assert _shown(default) in row.default, (variable, default, row.default)
+
+
+def test_pipeline_settings_have_the_codes_type_and_default(table):
+    fields = {f.name: f for f in dataclasses.fields(PipelineConfig)}
+    for variables, kind in ((env_settings._ENV_INTS, "whole number"),
+                            (env_settings._ENV_FLOATS, "number")):
+        for variable, field in variables.items():
+            assert table[variable].type == kind, variable
+            default = fields[field].default
+            if default is None:  # the dataset decides: the table says where from, no number
+                assert not re.search(r"\d", table[variable].default), variable
+            else:
+                assert _shown(default) in table[variable].default, variable
+    # Names and folders: the defaults as the config resolves them for the default dataset.
+    config = PipelineConfig().validate()
+    for variable, field in env_settings._ENV_NAMES.items():
+        shown = table[variable].default.strip("`").replace("<dataset>", config.dataset)
+        value = getattr(config, field)
+        if os.path.isabs(value):
+            value = os.path.relpath(value, REPO_ROOT) + "/"
+        assert shown == value, (variable, shown, value)
+    assert table[console.VERBOSE_ENV] == Row("true/false", "false")
+    assert not console.verbose({})
+
+
+def _modules() -> list[str]:
+    found = []
+    for package in ("pipeline", "trainer_module", "bench"):
+        for path in glob.glob(os.path.join(REPO_ROOT, package, "**", "*.py"), recursive=True):
+            if os.path.basename(path) != "__init__.py":
+                found.append(os.path.relpath(path, REPO_ROOT))
+    return sorted(found)
+
+
+def test_architecture_names_every_module():
+    text = _read(os.path.join(REPO_ROOT, "docs", "architecture.md"))
+    missing = [m for m in _modules() if f"`{m}`" not in text]
+    assert not missing, missing
+
+
+def test_every_project_file_the_docs_name_exists():
+    for path in [README, *DOCS]:
+        named = set(re.findall(r"\b((?:pipeline|trainer_module|bench|tests|docs)"
+                               r"/[\w/.-]*\.(?:py|toml|md|pbtxt))\b", _read(path)))
+        missing = sorted(n for n in named if "<" not in n
+                         and not os.path.exists(os.path.join(REPO_ROOT, n)))
+        assert not missing, (path, missing)
+
+
+def test_the_readme_is_a_front_page_that_links_every_doc():
+    text = _read(README)
+    assert len(text.splitlines()) <= 250
+    for doc in DOCS:
+        assert f"(docs/{os.path.basename(doc)})" in text, doc
+    assert {os.path.basename(d) for d in DOCS} >= {
+        "dataset-spec.md", "trainer-and-tpu.md", "predictions.md", "cloud.md",
+        "troubleshooting.md", "benchmarks.md", "architecture.md"}
