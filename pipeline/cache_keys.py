@@ -35,6 +35,16 @@ HASH_LENGTH = 16
 _NAMED_MODULE = re.compile(rf"\b(?:{'|'.join(PROJECT_PACKAGES)})(?:\.\w+)+")
 
 
+def keyed_spec(base: type) -> type:
+    """A TFX ComponentSpec class `base` plus the optional parameter the step's code hash goes
+    in (`key_step` fills it)."""
+    from tfx.types.component_spec import ExecutionParameter
+
+    parameters = {**base.PARAMETERS,
+                  names.CODE_VERSION: ExecutionParameter(type=str, optional=True)}
+    return type(base.__name__, (base,), {"PARAMETERS": parameters, "__doc__": keyed_spec.__doc__})
+
+
 class UnkeyedStepError(ValueError):
     """A step runs project code but has no parameter to carry its code hash."""
 

@@ -12,10 +12,9 @@ from tfx.components import Evaluator as TfxEvaluator
 from tfx.components.evaluator import executor as evaluator_executor
 from tfx.dsl.components.base import base_component, executor_spec
 from tfx.types import artifact_utils, standard_artifacts, standard_component_specs
-from tfx.types.component_spec import ExecutionParameter
 from tfx.utils import io_utils, json_utils, proto_utils
 
-from pipeline import names
+from pipeline.cache_keys import keyed_spec
 from pipeline.components import eval_model
 from trainer_module.executor import models_held
 
@@ -83,11 +82,7 @@ class EvaluatorExecutor(evaluator_executor.Executor):
         return artifact
 
 
-class EvaluatorSpec(standard_component_specs.EvaluatorSpec):
-    """TFX's EvaluatorSpec plus the step's code hash (pipeline/cache_keys.py)."""
-
-    PARAMETERS = {**standard_component_specs.EvaluatorSpec.PARAMETERS,
-                  names.CODE_VERSION: ExecutionParameter(type=str, optional=True)}
+EvaluatorSpec = keyed_spec(standard_component_specs.EvaluatorSpec)
 
 
 class Evaluator(TfxEvaluator):

@@ -24,11 +24,10 @@ from tfx.dsl.components.base import base_beam_component, executor_spec
 from tfx.dsl.io import fileio
 from tfx.proto import example_gen_pb2
 from tfx.types import standard_artifacts, standard_component_specs
-from tfx.types.component_spec import ExecutionParameter
 from tfx.utils import io_utils, proto_utils
 from tfx_bsl.coders import csv_decoder
 
-from pipeline import names
+from pipeline.cache_keys import keyed_spec
 
 _UINT64 = 1 << 64
 _FLOAT32 = struct.Struct("<f")
@@ -225,11 +224,7 @@ class Executor(tfx_csv.Executor):
         return _csv_to_examples
 
 
-class CsvExampleGenSpec(standard_component_specs.FileBasedExampleGenSpec):
-    """TFX's FileBasedExampleGenSpec plus the step's code hash (pipeline/cache_keys.py)."""
-
-    PARAMETERS = {**standard_component_specs.FileBasedExampleGenSpec.PARAMETERS,
-                  names.CODE_VERSION: ExecutionParameter(type=str, optional=True)}
+CsvExampleGenSpec = keyed_spec(standard_component_specs.FileBasedExampleGenSpec)
 
 
 class CsvExampleGen(TfxCsvExampleGen):

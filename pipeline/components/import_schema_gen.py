@@ -12,15 +12,16 @@ from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ExecutionParameter
 
 from pipeline import names
+from pipeline.cache_keys import keyed_spec
+
+_KeyedSpec = keyed_spec(standard_component_specs.ImportSchemaGenSpec)
 
 
-class ImportSchemaGenSpec(standard_component_specs.ImportSchemaGenSpec):
+class ImportSchemaGenSpec(_KeyedSpec):
     """TFX's ImportSchemaGenSpec plus the schema's content hash and the step's code hash
     (pipeline/cache_keys.py)."""
 
-    PARAMETERS = {**standard_component_specs.ImportSchemaGenSpec.PARAMETERS,
-                  names.SCHEMA_HASH: ExecutionParameter(type=str),
-                  names.CODE_VERSION: ExecutionParameter(type=str, optional=True)}
+    PARAMETERS = {**_KeyedSpec.PARAMETERS, names.SCHEMA_HASH: ExecutionParameter(type=str)}
 
 
 class ImportSchemaGen(import_schema_gen.ImportSchemaGen):

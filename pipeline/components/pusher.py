@@ -17,10 +17,10 @@ from tfx.components.pusher import executor as pusher_executor
 from tfx.dsl.components.base import base_component, executor_spec
 from tfx.proto import pusher_pb2
 from tfx.types import artifact_utils, standard_artifacts, standard_component_specs
-from tfx.types.component_spec import ExecutionParameter
 from tfx.utils import json_utils, proto_utils
 
 from pipeline import names
+from pipeline.cache_keys import keyed_spec
 
 STAGING_SUFFIX = ".staging"
 
@@ -48,11 +48,7 @@ class StagedPusherExecutor(pusher_executor.Executor):
         pushed.set_string_custom_property(names.PUSHED_DESTINATION, final)
 
 
-class StagedPusherSpec(standard_component_specs.PusherSpec):
-    """TFX's PusherSpec plus the step's code hash (pipeline/cache_keys.py)."""
-
-    PARAMETERS = {**standard_component_specs.PusherSpec.PARAMETERS,
-                  names.CODE_VERSION: ExecutionParameter(type=str, optional=True)}
+StagedPusherSpec = keyed_spec(standard_component_specs.PusherSpec)
 
 
 class StagedPusher(Pusher):
