@@ -14,9 +14,13 @@ schemas/<name>/ for a person to read and edit before `make run DATASET=<name>`.
 import argparse
 import csv
 import dataclasses
+import json
 import math
 import os
+import re
+import shutil
 import sys
+import tempfile
 
 from pipeline import console, csv_check, datasets
 from pipeline.errors import ConfigError
@@ -24,9 +28,13 @@ from pipeline.pipeline_config import DEFAULT_OUTPUT_DIR
 from trainer_module import tasks
 from trainer_module.features import NUMERIC_TYPES
 
-# A column is id-like when nearly every present value is its own (and there are many).
+# A column is id-like when nearly every present value is its own (and there are many), and it
+# names rows rather than measures them: strings, or integers that are a run of consecutive
+# numbers (row ids) or codes of one fixed width (account numbers). Other numbers, however
+# many distinct values they take, are measurements.
 ID_LIKE_FRACTION = 0.9
 ID_LIKE_MIN_DISTINCT = 50
+CODE_MIN_DIGITS = 5
 # Free text: long strings, mostly distinct.
 FREE_TEXT_MIN_LENGTH = 40
 MOSTLY_EMPTY = 0.95
@@ -43,6 +51,7 @@ INTEGER_RANGE_MAX = 1000
 LONG_TAIL_SKEW = 2.0
 MAX_CLASSES = 1000
 DISTINCT_CAP = 100_000  # distinct values kept per column while scanning
+BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")  # what TOML accepts unquoted
 
 
 @dataclasses.dataclass
@@ -84,7 +93,7 @@ class Column:
 def scan(data_dir: str) -> dict[str, Column]:
     columns: dict[str, Column] = {}
     for path in csv_check.csv_files(data_dir):
-        with open(path, newline="", encoding="utf-8") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:
             reader = csv.reader(f)
             header = next(reader, [])
             for name in header:
@@ -119,12 +128,14 @@ def role_for(column: Column, type_name: str) -> tuple[dict, str]:
                 "vocabulary")
     low, high = min(column.numbers), max(column.numbers)
     if type_name == "INT":
-        if id_like:
-            return {"role": "ignore"}, f"id-like: {distinct} distinct values in {present} rows"
+        key = _key_form(column)
+        if id_like and key:
+            return {"role": "ignore"}, (f"id-like: {distinct} distinct values in {present} "
+                                        f"rows, {key}")
         if distinct <= INTEGER_CATEGORY_MAX and high - low <= INTEGER_RANGE_MAX:
             return ({"role": "integer", "range": [int(low), int(high)]},
                     f"{distinct} distinct integers in [{int(low)}, {int(high)}]")
-        if high - low > 10 ** 6 and distinct > INTEGER_CATEGORY_MAX:
+        if key.startswith("codes") and distinct > INTEGER_CATEGORY_MAX:
             buckets = min(HASH_BUCKETS_MAX, 2 ** math.ceil(math.log2(distinct)))
             return ({"role": "hashed", "buckets": buckets},
                     f"a code: {distinct} distinct integers spread over [{low:g}, {high:g}]")
@@ -136,6 +147,17 @@ def role_for(column: Column, type_name: str) -> tuple[dict, str]:
         return {"role": "log_zscore"}, (f"long right tail: skewness {skew:.1f}, mean "
                                         f"{mean:.3g}, max {high:.3g}")
     return {"role": "zscore"}, f"numbers in [{low:.3g}, {high:.3g}], mean {mean:.3g}"
+
+
+def _key_form(column: Column) -> str:
+    """How an integer column names rows rather than measures them ('' when it does not)."""
+    low, high = min(column.numbers), max(column.numbers)
+    if high - low + 1 <= len(column.distinct) / ID_LIKE_FRACTION:
+        return "a run of consecutive integers"
+    widths = {len(str(abs(int(v)))) for v in column.numbers}
+    if len(widths) == 1 and min(widths) >= CODE_MIN_DIGITS:
+        return f"codes of {min(widths)} digits"
+    return ""
 
 
 def _classes(label: Column, task: str, type_name: str) -> list[str]:
@@ -156,9 +178,14 @@ def _classes(label: Column, task: str, type_name: str) -> list[str]:
     return values
 
 
+def _toml_key(name: str) -> str:
+    """A TOML key for a column name: bare where TOML allows it, else quoted."""
+    return name if BARE_KEY.match(name) else _toml(name)
+
+
 def _toml(value) -> str:
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, str):  # a JSON string is a TOML basic string
+        return json.dumps(value, ensure_ascii=False)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list):
@@ -178,8 +205,7 @@ def propose(name: str, data_dir: str, label: str, task: str):
     if label not in columns:
         raise ConfigError(f"LABEL={label!r} is not a column of the CSV files in {data_dir}; "
                           f"its columns are {', '.join(columns)}")
-    stats = tfdv.generate_statistics_from_csv(os.path.join(data_dir, "*.csv"))
-    schema = tfdv.infer_schema(stats, infer_feature_shape=True)
+    schema = tfdv.infer_schema(_statistics(data_dir, list(columns)), infer_feature_shape=True)
     from tensorflow_metadata.proto.v0 import schema_pb2
 
     types = {f.name: schema_pb2.FeatureType.Name(f.type) for f in schema.feature}
@@ -189,14 +215,14 @@ def propose(name: str, data_dir: str, label: str, task: str):
                           "a number: use TASK=multiclass, or pick a numeric column")
     if task != tasks.REGRESSION and label_type == "FLOAT":
         raise ConfigError(f"LABEL={label!r} holds fractional numbers; use TASK=regression, or "
-                          "derive a binary label with a rule (README: \"Your own data\")")
+                          "derive a binary label with a rule (docs/dataset-spec.md)")
     decisions = []
     features = []
     for column in columns.values():
         if column.name == label:
             continue
         entry, why = role_for(column, types[column.name])
-        features.append(f"{column.name} = {_toml({**entry, 'why': why})}")
+        features.append(f"{_toml_key(column.name)} = {_toml({**entry, 'why': why})}")
         decisions.append(f"  {column.name:<28} {entry['role']:<11} {why}")
     missing = "stop"
     if label_column.missing:
@@ -206,8 +232,8 @@ def propose(name: str, data_dir: str, label: str, task: str):
                          "them); set \"stop\" to stop the run instead")
     lines = ["# Dataset spec written by `make dataset` from " + data_dir + ": review every",
              "# role (the reason each was chosen is beside it) and the thresholds, then",
-             f"# `make run DATASET={name} DATA_DIR=…`. The README's \"Your own data\" explains",
-             "# every key.", "", "[label]", f"column = {_toml(label)}", f"task = {_toml(task)}"]
+             f"# `make run DATASET={name} DATA_DIR=…`. docs/dataset-spec.md explains every",
+             "# key.", "", "[label]", f"column = {_toml(label)}", f"task = {_toml(task)}"]
     if task == tasks.REGRESSION:
         values = label_column.numbers
         mean = sum(values) / len(values)
@@ -247,13 +273,35 @@ def propose(name: str, data_dir: str, label: str, task: str):
     return schema, "\n".join(lines), decisions
 
 
+def _statistics(data_dir: str, column_names: list[str]):
+    """TFDV's statistics of the CSV files, as tfdv.generate_statistics_from_csv computes them
+    but with the header the checks read (TFDV keeps a byte-order mark in the first name)."""
+    import apache_beam as beam
+    import tensorflow_data_validation as tfdv
+    from tensorflow_data_validation.coders import csv_decoder
+
+    output = os.path.join(tempfile.mkdtemp(prefix="make-dataset-"), "stats.tfrecord")
+    try:
+        with beam.Pipeline() as p:
+            _ = (p
+                 | beam.io.ReadFromText(os.path.join(data_dir, "*.csv"), skip_header_lines=1)
+                 | csv_decoder.DecodeCSV(column_names=column_names)
+                 | tfdv.GenerateStatistics(tfdv.StatsOptions())
+                 | tfdv.WriteStatisticsToTFRecord(output))
+        return tfdv.load_statistics(output)
+    finally:
+        shutil.rmtree(os.path.dirname(output), ignore_errors=True)
+
+
 def _majority_share(data_dir: str, label: str) -> float:
     counts: dict[str, int] = {}
     for path in csv_check.csv_files(data_dir):
-        with open(path, newline="", encoding="utf-8") as f:
-            for row in csv.DictReader(f):
-                if row[label] != "":
-                    counts[row[label]] = counts.get(row[label], 0) + 1
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.reader(f)
+            index = next(reader, []).index(label)
+            for row in reader:
+                if row[index] != "":
+                    counts[row[index]] = counts.get(row[index], 0) + 1
     return max(counts.values()) / sum(counts.values())
 
 
@@ -290,9 +338,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--force", action="store_true", help="overwrite an existing spec")
     parser.add_argument("--schemas-dir", default=datasets.SCHEMAS_DIR)
     args = parser.parse_args(argv)
-    folder = os.path.join(args.schemas_dir, args.name)
     try:
-        datasets.dataset_name(folder)
+        folder = os.path.join(args.schemas_dir, datasets.check_name(args.name, "NAME"))
         if os.path.exists(os.path.join(folder, datasets.SPEC_FILE)) and not args.force:
             raise ConfigError(f"{folder} already holds a spec: it may be reviewed work; pass "
                               "FORCE=1 (--force) to overwrite it, or choose another NAME")

@@ -65,17 +65,26 @@ def log_path(output_dir: str, command: str) -> str:
     return os.path.join(output_dir, LOGS_DIR, f"{command}-{stamp}.log")
 
 
-def tail(path: str, lines: int = TAIL_LINES) -> list[str]:
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return f.read().splitlines()[-lines:]
+def mark(path: str | None) -> int:
+    """Where the log ends now (0 without a log): `show_tail` can stop there, before what the
+    command printed since (a summary the person has just read)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return os.path.getsize(path) if path else 0
 
 
-def show_tail(path: str | None) -> None:
-    """The end of the log, on the person's stderr, after a failure."""
+def tail(path: str, end: int | None = None, lines: int = TAIL_LINES) -> list[str]:
+    with open(path, "rb") as f:
+        text = f.read() if end is None else f.read(end)
+    return text.decode("utf-8", "replace").splitlines()[-lines:]
+
+
+def show_tail(path: str | None, end: int | None = None) -> None:
+    """The end of the log (up to `end`, a `mark`), on the person's stderr, after a failure."""
     if path is None:
         return
     error(f"Last lines of {path}:")
-    for line in tail(path):
+    for line in tail(path, end):
         error(f"  {line}")
 
 

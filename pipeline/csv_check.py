@@ -13,6 +13,11 @@ import os
 
 from pipeline.errors import ConfigError
 
+BOM = "\ufeff"  # the UTF-8 byte-order mark Excel's "CSV UTF-8" writes first
+# Delimiters other than the comma that exports use; a header that splits on one of these but
+# not on commas is such an export.
+OTHER_DELIMITERS = {";": "semicolon", "\t": "tab", "|": "pipe"}
+
 
 @dataclasses.dataclass(frozen=True)
 class LabelCheck:
@@ -40,6 +45,12 @@ def csv_files(data_dir: str) -> list[str]:
     return sorted(glob.glob(os.path.join(data_dir, "*.csv")))
 
 
+def header_of(first_line: str) -> list[str]:
+    """A file's first line as the column names CsvExampleGen reads: CSV-parsed (quoted names
+    may hold commas), without a leading byte-order mark."""
+    return next(csv.reader([first_line.removeprefix(BOM)]), [])
+
+
 def check_data_dir(data_dir: str, columns: list[str], schema_path: str,
                    label: LabelCheck | None = None) -> int:
     """The data dir holds well-formed UTF-8 CSV files that CsvExampleGen can read as one split.
@@ -53,6 +64,11 @@ def check_data_dir(data_dir: str, columns: list[str], schema_path: str,
         raise ConfigError(f"data_dir={data_dir!r}: no such directory; expected a folder of "
                           "CSV files with a header row")
     files = csv_files(data_dir)
+    compressed = sorted(glob.glob(os.path.join(data_dir, "*.csv.gz")))
+    if compressed:
+        raise ConfigError(f"data file {compressed[0]!r} is gzip-compressed: CsvExampleGen reads "
+                          "*.csv files only; decompress it in place (`gunzip "
+                          f"{compressed[0]}`)")
     if not files:
         raise ConfigError(f"data_dir={data_dir!r} holds no *.csv files: expected one or more "
                           "CSV files with a header row")
@@ -105,7 +121,7 @@ def _scan_once(path: str, size: int, mtime_ns: int, label: LabelCheck | None) ->
     def decoded_lines(f):
         for number, raw in enumerate(f, start=1):
             try:
-                yield raw.decode("utf-8")
+                yield raw.decode("utf-8-sig" if number == 1 else "utf-8")
             except UnicodeDecodeError as e:
                 raise ConfigError(
                     f"data file {path!r}, line {number}: bytes {raw[e.start:e.end]!r} are not "
@@ -119,6 +135,7 @@ def _scan_once(path: str, size: int, mtime_ns: int, label: LabelCheck | None) ->
             header = next(reader, None)
             if not header:
                 return Scan(None, 0)
+            _check_header(path, header)
             index = header.index(label.column) if label and label.column in header else None
             allowed = set(label.allowed) if label and label.allowed is not None else None
             rows = missing = 0
@@ -131,6 +148,11 @@ def _scan_once(path: str, size: int, mtime_ns: int, label: LabelCheck | None) ->
                         "unquoted comma?"
                     )
                 rows += 1
+                if reader.line_num != rows + 1:  # the record took more than one line
+                    raise ConfigError(
+                        f"data file {path!r}, line {rows + 1}: a quoted value holds a "
+                        "line break, and CsvExampleGen reads a CSV file line by line; replace "
+                        "the line breaks inside values (e.g. with spaces) and export again")
                 if index is None:
                     continue
                 value = row[index]
@@ -144,6 +166,25 @@ def _scan_once(path: str, size: int, mtime_ns: int, label: LabelCheck | None) ->
     except (OSError, csv.Error) as e:
         raise ConfigError(f"data file {path!r} cannot be read as CSV: {e}") from e
     return Scan(tuple(header), rows, missing)
+
+
+def _check_header(path: str, header: list[str]) -> None:
+    """Every column has a name of its own, and the header is comma-separated."""
+    if len(header) == 1:
+        for delimiter, word in OTHER_DELIMITERS.items():
+            if delimiter in header[0]:
+                raise ConfigError(
+                    f"data file {path!r}, line 1: the header {header[0]!r} holds no comma but "
+                    f"{word}s: the file is {word}-separated, and CsvExampleGen reads commas; "
+                    "export it with commas as the delimiter")
+    empty = [i + 1 for i, name in enumerate(header) if not name.strip()]
+    if empty:
+        raise ConfigError(f"data file {path!r}, line 1: column(s) {empty} of the header have "
+                          "no name; give every column a name")
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        raise ConfigError(f"data file {path!r}, line 1: the header names {repeated} more than "
+                          "once; give every column a name of its own")
 
 
 def _label_text(value: str, integer: bool) -> str:

@@ -33,13 +33,19 @@ def dataset_dir(dataset: str) -> str:
     return os.path.join(SCHEMAS_DIR, dataset)
 
 
+def check_name(name: str, setting: str) -> str:
+    """`name` if it is a dataset name: lowercase letters, digits and '-' (it becomes a folder
+    under schemas/ and part of the pipeline name)."""
+    if not NAME_RE.match(name):
+        raise ConfigError(f"{setting}: the dataset's name {name!r} must be lowercase letters, "
+                          "digits and '-' (at most 61), e.g. 'taxi' or 'house-prices'")
+    return name
+
+
 def dataset_name(dataset: str) -> str:
     """The dataset's name: the folder's name, checked for use in a pipeline name."""
     name = os.path.basename(os.path.normpath(dataset_dir(dataset)))
-    if not NAME_RE.match(name):
-        raise ConfigError(f"dataset={dataset!r}: the dataset's folder name {name!r} must be "
-                          "lowercase letters, digits and '-', e.g. 'taxi' or 'house-prices'")
-    return name
+    return check_name(name, f"dataset={dataset!r}")
 
 
 def shipped_data_dir(dataset: str) -> str:
@@ -94,7 +100,7 @@ def load_spec(dataset: str) -> tuple[DatasetSpec, schema_pb2.Schema]:
             values = tomllib.load(f)
     except FileNotFoundError:
         raise ConfigError(f"dataset spec {spec_path!r}: no such file; expected the TOML spec "
-                          "of the dataset (README: \"Your own data\")") from None
+                          "of the dataset (docs/dataset-spec.md)") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"dataset spec {spec_path!r} is not valid TOML: {e}") from e
     schema = load_schema(schema_path)

@@ -125,6 +125,7 @@ def _run(config: PipelineConfig, log: str | None) -> int:
         _run_dag(config, bars=log is not None and sys.stdout.isatty())
     except Exception as e:  # the summary below names the failed component
         error = e
+    logged = console.mark(log)
     summary = run_summary.latest_run(config.metadata_path, config.pipeline_name)
     if summary is not None:
         print(run_summary.format_summary(summary), flush=True)
@@ -133,7 +134,7 @@ def _run(config: PipelineConfig, log: str | None) -> int:
         failed = ", ".join(summary.failed_nodes) if summary else ""
         console.error(f"error: the pipeline run failed{f' at {failed}' if failed else ''}: "
                       f"{error or 'see the component states above'}")
-        console.show_tail(log)
+        console.show_tail(log, logged)
         return 1
     return 0
 

@@ -93,8 +93,9 @@ def predict_folder(model_dir: str, data_dir: str, output_dir: str) -> dict:
             scored_rows = rejected_rows = 0
             out_path = os.path.join(folder, name)
             try:
+                # utf-8-sig: a byte-order mark is no part of the first column's name.
                 chunks = pd.read_csv(path, dtype=str, keep_default_na=False,
-                                     chunksize=CHUNK_ROWS)
+                                     encoding="utf-8-sig", chunksize=CHUNK_ROWS)
                 for i, chunk in enumerate(chunks):
                     predictions, reasons = batch_predict.score(predictor, chunk)
                     good = chunk.loc[predictions.index].join(predictions)

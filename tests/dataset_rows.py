@@ -53,7 +53,7 @@ class DatasetRows:
         return copy
 
     def read_rows(self, n: int | None = None) -> list[dict[str, str]]:
-        with open(self.csv_path, newline="", encoding="utf-8") as f:
+        with open(self.csv_path, newline="", encoding="utf-8-sig") as f:
             rows = list(csv.DictReader(f))
         return rows if n is None else rows[:n]
 

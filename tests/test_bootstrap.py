@@ -87,3 +87,119 @@ def test_a_label_that_cannot_be_is_refused(churn, tmp_path, capsys, label, task,
     assert code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "churn" / datasets.SPEC_FILE).exists()
+
+
+@pytest.fixture(autouse=True)
+def _logs_in_tmp(monkeypatch, tmp_path):
+    """`make dataset` writes its log under OUTPUT_DIR: here, the test's own folder."""
+    monkeypatch.setenv("OUTPUT_DIR", str(tmp_path / "output"))
+
+
+def _spec(tmp_path, name: str) -> dict:
+    with open(tmp_path / name / datasets.SPEC_FILE, "rb") as f:
+        return tomllib.load(f)
+
+
+def test_an_export_with_any_header_a_bom_and_crlf_gets_a_spec_that_loads(tmp_path):
+    """Excel's "CSV UTF-8": a byte-order mark and CRLF line ends; headers with spaces,
+    punctuation, mixed case, non-ASCII letters and a leading digit, quoted in the TOML."""
+    rng = random.Random(5)
+    names = ["Payment Method", "Monthly Charges ($)", "Rate %", "km/h", "x.y", "Größe",
+             "3rd-party", "Churn"]
+    lines = [",".join(f'"{n}"' if " " in n else n for n in names)]
+    for _ in range(300):
+        lines.append(",".join([rng.choice(["card", "cash", "check"]),
+                               f"{rng.uniform(10, 120):.2f}", f"{rng.uniform(0, 1):.3f}",
+                               f"{rng.gauss(60, 10):.1f}", f"{rng.gauss(0, 1):.3f}",
+                               str(rng.randrange(150, 200)), rng.choice(["a", "b"]),
+                               rng.choice(["Yes", "No"])]))
+    data = tmp_path / "export"
+    data.mkdir()
+    (data / "export.csv").write_bytes(b"\xef\xbb\xbf" + "\r\n".join(lines).encode() + b"\r\n")
+    assert bootstrap.main(["--name", "export", "--data-dir", str(data), "--label", "Churn",
+                           "--task", "binary", "--schemas-dir", str(tmp_path)]) == 0
+    spec = _spec(tmp_path, "export")
+    assert set(spec["features"]) == set(names) - {"Churn"}
+    assert spec["features"]["Payment Method"]["role"] == "vocabulary"
+    assert spec["label"]["column"] == "Churn"
+    text = (tmp_path / "export" / datasets.SPEC_FILE).read_text(encoding="utf-8")
+    assert '"Monthly Charges ($)" = { role = ' in text and "\nRate % =" not in text
+    loaded, schema = datasets.load_spec(str(tmp_path / "export"))
+    assert {f.name for f in schema.feature} == set(names)  # no byte-order mark in a name
+    assert loaded.label == "Churn"
+
+
+def _export(tmp_path, header: str, rows: list[str], name: str = "rows.csv") -> str:
+    folder = tmp_path / "export"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(header + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    return str(folder)
+
+
+@pytest.mark.parametrize("header, rows, message", [
+    ("a,b,a,y", ["1,2,3,0"], "line 1: the header names ['a'] more than once"),
+    ("a,,b,y", ["1,2,3,0"], "line 1: column(s) [2] of the header have no name"),
+    ("a;b;y", ["1;2;0"], "line 1: the header 'a;b;y' holds no comma but semicolons"),
+    ("a\tb\ty", ["1\t2\t0"], "line 1: the header 'a\\tb\\ty' holds no comma but tabs"),
+    ("a,b,y", ["1,2,0", '3,"two\nlines",1'], "line 3: a quoted value holds a line break"),
+])
+def test_a_csv_the_pipeline_cannot_read_stops_naming_the_file_and_line(
+        tmp_path, capsys, header, rows, message):
+    data = _export(tmp_path, header, rows)
+    assert bootstrap.main(["--name", "bad", "--data-dir", data, "--label", "y", "--task",
+                           "binary", "--schemas-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"data file '{data}/rows.csv', {message}" in err, err
+    assert not (tmp_path / "bad").exists()
+
+
+def test_a_gzip_compressed_export_stops_saying_to_decompress_it(tmp_path, capsys):
+    import gzip
+
+    folder = tmp_path / "export"
+    folder.mkdir()
+    with gzip.open(folder / "rows.csv.gz", "wt") as f:
+        f.write("a,y\n1,0\n")
+    assert bootstrap.main(["--name", "gz", "--data-dir", str(folder), "--label", "y", "--task",
+                           "binary", "--schemas-dir", str(tmp_path)]) == 2
+    assert "is gzip-compressed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["../outside", "Mixed", "a/b", "x y"])
+def test_a_dataset_name_make_run_would_refuse_is_refused_before_anything_is_written(
+        churn, tmp_path, capsys, name):
+    schemas = tmp_path / "schemas"
+    schemas.mkdir()
+    assert bootstrap.main(["--name", name, "--data-dir", churn, "--label", "churned",
+                           "--task", "binary", "--schemas-dir", str(schemas)]) == 2
+    assert f"NAME: the dataset's name {name!r} must be lowercase letters" in \
+        capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["schemas"]
+    assert not list(schemas.iterdir())
+
+
+def test_integers_are_ids_only_when_they_name_rows(tmp_path):
+    """Nearly one value per row is what a continuous number looks like too: a row counter and
+    fixed-width account numbers are ids; dollar amounts and fractional numbers are not."""
+    rng = random.Random(11)
+    zips = [str(rng.randrange(10000, 99999)) for _ in range(40)]
+    rows = []
+    for i in range(500):
+        rows.append({"row_id": str(1000 + i), "account": str(rng.randrange(10**7, 10**8)),
+                     "credit_limit": str(int(rng.lognormvariate(9, 1))),
+                     "utilization": f"{rng.random():.6f}",
+                     "zip": rng.choice(zips),
+                     "y": rng.choice(["0", "1"])})
+    folder = tmp_path / "loans"
+    folder.mkdir()
+    _write(folder / "loans.csv", rows)
+    assert bootstrap.main(["--name", "loans", "--data-dir", str(folder), "--label", "y",
+                           "--task", "binary", "--schemas-dir", str(tmp_path)]) == 0
+    features = _spec(tmp_path, "loans")["features"]
+    assert features["row_id"]["role"] == "ignore"
+    assert "a run of consecutive integers" in features["row_id"]["why"]
+    assert features["account"]["role"] == "ignore"
+    assert "codes of 8 digits" in features["account"]["why"]
+    assert features["credit_limit"]["role"] in ("zscore", "log_zscore")
+    assert features["utilization"]["role"] == "zscore"
+    assert features["zip"]["role"] == "hashed" and features["zip"]["why"].startswith("a code")

@@ -400,11 +400,15 @@ def test_shipped_penguins_run_end_to_end_as_a_multiclass_task(tmp_path):
 
 def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     """A newcomer's path: `make dataset` on new data (the penguins' body mass as a regression
-    label), then `make run DATASET=…` with no Python edits."""
+    label) exported as Excel's "CSV UTF-8" does (a byte-order mark, CRLF line ends), then
+    `make run DATASET=…` with no Python edits, and `make predict` on the same file."""
     schemas = tmp_path / "schemas"
     data_dir = tmp_path / "birds"
     data_dir.mkdir()
-    shutil.copy(PENGUINS.csv_path, data_dir / "birds.csv")
+    with open(PENGUINS.csv_path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    (data_dir / "birds.csv").write_bytes("\ufeff".encode() + "\r\n".join(lines).encode()
+                                         + b"\r\n")
     made = subprocess.run(
         [sys.executable, "-m", "pipeline.bootstrap", "--name", "bird-mass", "--data-dir",
          str(data_dir), "--label", "body_mass_g", "--task", "regression", "--schemas-dir",
@@ -442,6 +446,13 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     page = report_page.render(output / "report" / "index.html")
     dropped = re.findall(r"Split (\w+): (\d+) row\(s\) without a value in body_mass_g", page.text)
     assert sum(int(n) for _, n in dropped) == 2, page.text  # the two unlabelled rows
+    assert predict.main(["--data-dir", str(data_dir), "--dataset", str(folder),
+                         "--output-dir", str(output)]) == 0
+    [scored] = glob.glob(str(output / "predictions" / "*" / "birds.csv"))
+    with open(scored, newline="", encoding="utf-8") as f:
+        scored_rows = list(csv.DictReader(f))
+    assert len(scored_rows) == 344 and list(scored_rows[0])[0] == "species"
+    assert all(float(r["predictions"]) > 0 for r in scored_rows)
 
 
 def test_two_datasets_share_an_output_dir_without_cross_talk(tmp_path):

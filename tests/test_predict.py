@@ -113,12 +113,12 @@ def test_inputs_it_cannot_score_are_named(transformed_data, tmp_path, capsys):
     assert "exported without the serving_features signature" in capsys.readouterr().err
 
 
-def test_the_readmes_json_request_is_what_the_signature_takes(transformed_data, tmp_path):
-    """The README's taxi request body, parsed as TF Serving's JSON parser would (NaN allowed),
-    answers through serving_features: one probability per instance."""
-    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as f:
-        readme = f.read()
-    block = readme.split("<!-- serving_features request: taxi -->", 1)[1]
+def test_the_docs_json_request_is_what_the_signature_takes(transformed_data, tmp_path):
+    """docs/predictions.md's taxi request body, parsed as TF Serving's JSON parser would (NaN
+    allowed), answers through serving_features: one probability per instance."""
+    with open(os.path.join(REPO_ROOT, "docs", "predictions.md"), encoding="utf-8") as f:
+        doc = f.read()
+    block = doc.split("<!-- serving_features request: taxi -->", 1)[1]
     body = json.loads(block.split("```json", 1)[1].split("```", 1)[0])
     assert body["signature_name"] == "serving_features"
     predictor = batch_predict.load_predictor(_exported(transformed_data, tmp_path / "model"))

@@ -334,7 +334,7 @@ def test_eight_times_the_batch_keeps_quality_with_the_scaled_learning_rate(trans
                                                                            tmp_path):
     """Batch 32 on one replica for 400 steps vs 8 replicas at batch 256 for 50 steps (the same
     epochs): with the linear rule and its warmup, the eval AUC agrees. Without a rule the
-    large batch learns nothing in its 50 steps (README, "Large batches")."""
+    large batch learns nothing in its 50 steps (docs/trainer-and-tpu.md, "Large batches")."""
     aucs = {}
     for replicas, steps in ((1, 400), (8, 50)):
         args = _fn_args(transformed_data, str(tmp_path / f"r{replicas}"), steps,

@@ -92,7 +92,7 @@ class Threshold:
 
 @dataclasses.dataclass(frozen=True)
 class DatasetSpec:
-    """What a dataset is and how to learn it. See the README's "Your own data" for the file form.
+    """What a dataset is and how to learn it. See docs/dataset-spec.md for the file form.
 
     label: the label's name (a raw column, or the name given to a rule's result);
     classes: multiclass class names in id order (binary: optional, the second is positive);

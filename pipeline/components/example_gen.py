@@ -24,10 +24,11 @@ from tfx.dsl.components.base import base_beam_component, executor_spec
 from tfx.dsl.io import fileio
 from tfx.proto import example_gen_pb2
 from tfx.types import standard_artifacts, standard_component_specs
-from tfx.utils import io_utils, proto_utils
+from tfx.utils import proto_utils
 from tfx_bsl.coders import csv_decoder
 
 from pipeline.cache_keys import keyed_spec
+from pipeline.csv_check import header_of
 
 _UINT64 = 1 << 64
 _FLOAT32 = struct.Struct("<f")
@@ -177,6 +178,13 @@ class _ColumnTypeInferrer(csv_decoder.ColumnTypeInferrer):
         return accumulator
 
 
+def _column_names(csv_file: str) -> list[str]:
+    """The header as the checks before the run read it (TFX splits the line on commas, which
+    keeps the quotes of a quoted name and a byte-order mark)."""
+    with fileio.open(csv_file) as f:
+        return header_of(f.readline())
+
+
 class _CsvToSerializedExample(beam.PTransform):
     """TFX's `_CsvToExample` (same files, header checks, line reading and CSV parsing), with
     `_ColumnTypeInferrer` and `_EncodeRows`."""
@@ -189,9 +197,9 @@ class _CsvToSerializedExample(beam.PTransform):
         csv_files = fileio.glob(self._csv_pattern)
         if not csv_files:
             raise RuntimeError(f"Split pattern {self._csv_pattern} does not match any files.")
-        column_names = io_utils.load_csv_column_names(csv_files[0])
+        column_names = _column_names(csv_files[0])
         for csv_file in csv_files[1:]:
-            if io_utils.load_csv_column_names(csv_file) != column_names:
+            if _column_names(csv_file) != column_names:
                 raise RuntimeError(
                     f"Files in same split {self._csv_pattern} have different header.")
         parsed = (pipeline
