@@ -1,1 +1,2 @@
-"""`make bench`: this project's pipeline side by side with TFX's defaults, on one machine."""
+"""`make bench`, `make bench-quality`, `make figures`: this project's pipeline measured beside
+reference points on one machine. Imports pipeline/ and trainer_module/; nothing imports it."""

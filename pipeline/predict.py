@@ -17,7 +17,6 @@ import sys
 import time
 
 from pipeline import console
-from pipeline.components import served_model
 from pipeline.env_settings import for_output_dir
 from pipeline.pipeline_config import PREDICTIONS_DIR, ConfigError
 
@@ -33,6 +32,8 @@ def latest_pushed_model(serving_dir: str) -> str:
     Raises:
       ConfigError: nothing was pushed there yet.
     """
+    from pipeline.components import served_model  # loads TFX: inside the console session
+
     version = served_model.newest_version(serving_dir)
     if version is None:
         raise ConfigError(f"no model pushed to {serving_dir}: run `make run` (with the same "
@@ -131,12 +132,12 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         config = for_output_dir(args.dataset, args.output_dir)
-        model_dir = args.model_dir or latest_pushed_model(config.serving_model_dir)
-    except (ConfigError, FileNotFoundError) as e:
+    except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     with console.session(config.output_dir, "predict") as log:
         try:
+            model_dir = args.model_dir or latest_pushed_model(config.serving_model_dir)
             summary = predict_folder(model_dir, os.path.abspath(args.data_dir),
                                      config.output_dir)
         except (ConfigError, FileNotFoundError) as e:

@@ -244,12 +244,12 @@ def _check_report_of_a_pushed_run(output, run: mlmd_records.RunRecord, pushed) -
     # The model card: the pushed model's inputs (its serving_features signature's), outputs,
     # training data (StatisticsGen's row counts) and metrics.
     signature = tf.saved_model.load(str(pushed)).signatures["serving_features"]
-    assert {r["feature"] for r in page.tables["card-inputs"]} == set(
+    assert {r["input"] for r in page.tables["card-inputs"]} == set(
         signature.structured_input_signature[1])
-    assert {"feature": "fare", "type": "FLOAT", "JSON value": "float32", "required": "yes",
-            "missing value": "never (required)"} in page.tables["card-inputs"]
-    assert {"feature": "company", "type": "STRING", "JSON value": "string", "required": "no",
-            "missing value": '""'} in page.tables["card-inputs"]
+    assert {"feature": "fare", "input": "fare", "type": "FLOAT", "JSON value": "float32",
+            "required": "yes", "missing value": "never (required)"} in page.tables["card-inputs"]
+    assert {"feature": "company", "input": "company", "type": "STRING", "JSON value": "string",
+            "required": "no", "missing value": '""'} in page.tables["card-inputs"]
     [output_row] = page.tables["card-outputs"]
     assert output_row["output"] == "probabilities"
     assert "big_tipper (tips > 0.2 × fare)" in output_row["meaning"]
@@ -398,25 +398,33 @@ def test_shipped_penguins_run_end_to_end_as_a_multiclass_task(tmp_path):
     assert "Export parity: max |served - trained|" in _everything(result)
 
 
+# The penguins' columns as a spreadsheet might name them.
+BIRD_COLUMNS = ("species", "Île / Island", "Bill Length (mm)", "bill.depth-mm", "Flipper %",
+                "Body Mass (g)", "Sex", "2nd year")
+
+
 def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     """A newcomer's path: `make dataset` on new data (the penguins' body mass as a regression
-    label) exported as Excel's "CSV UTF-8" does (a byte-order mark, CRLF line ends), then
-    `make run DATASET=…` with no Python edits, and `make predict` on the same file."""
+    label) exported as Excel's "CSV UTF-8" does (a byte-order mark, CRLF line ends) with the
+    headers a spreadsheet has (spaces, punctuation, mixed case, a leading digit, non-ASCII
+    letters), then `make run DATASET=…` with no Python edits, serving, and `make predict` on
+    the same file: every step under the user's own column names."""
     schemas = tmp_path / "schemas"
     data_dir = tmp_path / "birds"
     data_dir.mkdir()
     with open(PENGUINS.csv_path, encoding="utf-8") as f:
         lines = f.read().splitlines()
+    lines[0] = ",".join(BIRD_COLUMNS)
     (data_dir / "birds.csv").write_bytes("\ufeff".encode() + "\r\n".join(lines).encode()
                                          + b"\r\n")
     made = subprocess.run(
         [sys.executable, "-m", "pipeline.bootstrap", "--name", "bird-mass", "--data-dir",
-         str(data_dir), "--label", "body_mass_g", "--task", "regression", "--schemas-dir",
+         str(data_dir), "--label", "Body Mass (g)", "--task", "regression", "--schemas-dir",
          str(schemas)], env=_env(tmp_path), capture_output=True, text=True, timeout=600,
         cwd=REPO_ROOT)
     assert made.returncode == 0, made.stderr[-3000:]
-    assert "label 'body_mass_g': 2 of 344 rows have no value" in made.stdout
-    assert re.search(r"island +vocabulary +3 distinct strings", made.stdout), made.stdout
+    assert "label 'Body Mass (g)': 2 of 344 rows have no value" in made.stdout
+    assert re.search(r"Île / Island +vocabulary +3 distinct strings", made.stdout), made.stdout
     folder = schemas / "bird-mass"
     spec_text = (folder / "spec.toml").read_text()
     assert 'task = "regression"' in spec_text and 'missing = "drop"' in spec_text
@@ -437,21 +445,22 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     assert "root_mean_squared_error=" in result.stdout
     assert "Blessed: yes" in result.stdout, result.stdout[-3000:]
     birds = DatasetRows(str(folder), str(data_dir / "birds.csv"))
-    rows = [r for r in birds.read_rows() if r["body_mass_g"]]
+    rows = [r for r in birds.read_rows() if r["Body Mass (g)"]]
     [version] = os.listdir(output / "serving_model" / "bird-mass-tpu")
     outputs = _serve_outputs(output / "serving_model" / "bird-mass-tpu" / version, rows, birds)
     assert outputs["predictions"].shape == (len(rows), 1)
-    spread = float(np.std([float(r["body_mass_g"]) for r in rows]))
+    spread = float(np.std([float(r["Body Mass (g)"]) for r in rows]))
     assert birds.quality(outputs, rows) < 0.6 * spread  # grams, far better than the mean
     page = report_page.render(output / "report" / "index.html")
-    dropped = re.findall(r"Split (\w+): (\d+) row\(s\) without a value in body_mass_g", page.text)
+    dropped = re.findall(r"Split (\w+): (\d+) row\(s\) without a value in Body Mass \(g\)",
+                         page.text)
     assert sum(int(n) for _, n in dropped) == 2, page.text  # the two unlabelled rows
     assert predict.main(["--data-dir", str(data_dir), "--dataset", str(folder),
                          "--output-dir", str(output)]) == 0
     [scored] = glob.glob(str(output / "predictions" / "*" / "birds.csv"))
     with open(scored, newline="", encoding="utf-8") as f:
         scored_rows = list(csv.DictReader(f))
-    assert len(scored_rows) == 344 and list(scored_rows[0])[0] == "species"
+    assert len(scored_rows) == 344 and list(scored_rows[0]) == [*BIRD_COLUMNS, "predictions"]
     assert all(float(r["predictions"]) > 0 for r in scored_rows)
 
 

@@ -68,11 +68,12 @@ def score(predictor: Predictor, frame: Any) -> tuple[Any, Any]:
     columns, reasons = parse_columns(frame, predictor.inputs)
     good = (reasons == "").to_numpy()
     dtypes = {i.name: tf.dtypes.as_dtype(i.dtype) for i in predictor.inputs}
+    keys = {i.name: i.key for i in predictor.inputs}
     parts = []
     rows = np.flatnonzero(good)
     for start in range(0, len(rows), BATCH_ROWS):
         take = rows[start:start + BATCH_ROWS]
-        batch = {name: tf.constant(values[take], dtypes[name])
+        batch = {keys[name]: tf.constant(values[take], dtypes[name])
                  for name, values in columns.items()}
         parts.append({k: v.numpy() for k, v in predictor.signature(**batch).items()})
     names = predictor.output_columns

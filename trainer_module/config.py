@@ -91,7 +91,7 @@ class TrainingConfig:
     lr_scaling: how the rate follows a larger or smaller global batch: 'linear' multiplies it
       by global / reference, 'sqrt' by sqrt(global / reference), 'none' keeps it. With the
       same number of epochs, a global batch 8x larger takes 8x fewer steps: only 'linear'
-      (with its warmup) kept the model's quality in that test (docs/trainer-and-tpu.md, "Large batches").
+      (with its warmup) kept the model's quality (docs/trainer-and-tpu.md, "Large batches").
     warmup_fraction: when the scaled rate is above learning_rate, the first this-share of
       train_steps ramps linearly from learning_rate up to the scaled rate, so the first large
       steps do not throw the fresh weights off.

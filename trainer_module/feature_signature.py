@@ -20,6 +20,8 @@ signatures run the same Transform graph and model and give the same predictions.
 import dataclasses
 from typing import Any
 
+from trainer_module.tf_names import tf_name
+
 SIGNATURE_NAME = "serving_features"
 MISSING_STRING = ""
 # Written beside the SavedModel (assets.extra/ travels with every copy and push of it): what
@@ -31,13 +33,18 @@ CONTRACT_FILE = "assets.extra/serving_contract.json"
 class FeatureInput:
     """One input of the signature.
 
-    name: the raw feature; kind: 'float', 'int' or 'string' (the schema's type); required:
-    the schema requires a value in every row; dtype: the input tensor's dtype name.
+    name: the raw feature (the column's own name); kind: 'float', 'int' or 'string' (the
+    schema's type); required: the schema requires a value in every row; dtype: the input
+    tensor's dtype name; key: the signature's input name (trainer_module/tf_names.py).
     """
 
     name: str
     kind: str
     required: bool
+
+    @property
+    def key(self) -> str:
+        return tf_name(self.name)
 
     @property
     def dtype(self) -> str:
@@ -69,10 +76,10 @@ def feature_inputs(raw_feature_spec: dict) -> tuple[FeatureInput, ...]:
 
 
 def input_signature(inputs: tuple[FeatureInput, ...]) -> list[Any]:
-    """One [batch] TensorSpec per input, named after its feature."""
+    """One [batch] TensorSpec per input, named by its key."""
     import tensorflow as tf
 
-    return [tf.TensorSpec([None], tf.dtypes.as_dtype(i.dtype), name=i.name) for i in inputs]
+    return [tf.TensorSpec([None], tf.dtypes.as_dtype(i.dtype), name=i.key) for i in inputs]
 
 
 def to_parsed(values: dict[str, Any], inputs: tuple[FeatureInput, ...]) -> dict[str, Any]:
@@ -168,7 +175,8 @@ def parse_columns(frame: Any, inputs: tuple[FeatureInput, ...]) -> tuple[dict[st
 
 
 def instance(row: dict[str, str], inputs: tuple[FeatureInput, ...]) -> dict[str, Any]:
-    """A JSON instance for the signature from one CSV row's cells ("" is an empty cell).
+    """A JSON instance for the signature (input keys → values) from one CSV row's cells
+    ("" is an empty cell).
 
     Raises:
       ValueError: a cell does not parse as its feature's type, or a required one is empty;
@@ -179,7 +187,8 @@ def instance(row: dict[str, str], inputs: tuple[FeatureInput, ...]) -> dict[str,
     columns, reasons = parse_columns(pd.DataFrame([row], dtype=object), inputs)
     if reasons.iloc[0]:
         raise ValueError(reasons.iloc[0])
-    return {name: values[0].item() if hasattr(values[0], "item") else values[0]
+    keys = {i.name: i.key for i in inputs}
+    return {keys[name]: values[0].item() if hasattr(values[0], "item") else values[0]
             for name, values in columns.items()}
 
 
@@ -198,7 +207,7 @@ def write_contract(export_dir: str, inputs: tuple[FeatureInput, ...], spec: Any)
         "label": label,
         "classes": list(spec.classes),
         "signature": SIGNATURE_NAME,
-        "inputs": [{"name": i.name, "type": i.kind.upper(), "dtype": i.dtype,
+        "inputs": [{"name": i.name, "key": i.key, "type": i.kind.upper(), "dtype": i.dtype,
                     "required": i.required, "missing": i.missing} for i in inputs],
         "outputs": [{"name": name, "meaning": meaning} for name, meaning in
                     task.output_meanings(label, spec.classes).items()],

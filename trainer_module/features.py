@@ -15,6 +15,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from trainer_module.tf_names import tf_name
+
 # Transformed names carry this suffix, so raw and transformed features never collide.
 TRANSFORMED_SUFFIX = "_xf"
 FLOAT = "float"
@@ -189,7 +191,8 @@ def _vocabulary(x: Any, column: str, params: dict) -> dict[str, Any]:
 
 
 def vocabulary_name(column: str) -> str:
-    return column
+    """The vocabulary's file and scope name in the Transform graph (a TensorFlow name)."""
+    return tf_name(column)
 
 
 def _one(suffix_name: Callable[[str], str]) -> Callable[[str, dict], tuple[Output, ...]]:

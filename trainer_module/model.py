@@ -14,6 +14,7 @@ import tf_keras
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.features import CATEGORY
+from trainer_module.tf_names import tf_name
 
 # A regression head's (mean, std) of the label; classification heads ignore it.
 NO_SCALE = (0.0, 1.0)
@@ -54,12 +55,13 @@ def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
     numeric = []
     for out in spec.model_outputs():
         if out.kind == CATEGORY:
-            inputs[out.name] = tf_keras.Input(shape=(), dtype=tf.int32, name=out.name)
+            inputs[out.name] = tf_keras.Input(shape=(), dtype=tf.int32, name=tf_name(out.name))
             parts.append(tf_keras.layers.Embedding(
-                sizes[out.name], settings.embedding_dim, name=f"{out.name}_embedding",
+                sizes[out.name], settings.embedding_dim, name=f"{tf_name(out.name)}_embedding",
                 embeddings_regularizer=regularizer)(inputs[out.name]))
         else:
-            inputs[out.name] = tf_keras.Input(shape=(), dtype=tf.float32, name=out.name)
+            inputs[out.name] = tf_keras.Input(shape=(), dtype=tf.float32,
+                                              name=tf_name(out.name))
             numeric.append(tf_keras.layers.Reshape((1,))(inputs[out.name]))
     if numeric:
         parts.insert(0, tf_keras.layers.Concatenate(name="numeric")(numeric)

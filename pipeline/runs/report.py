@@ -397,10 +397,11 @@ def _card_section(data: ReportData) -> str:
              f'{_e(contract["label"])}</p>',
              f'<h3>Inputs (signature {_e(contract["signature"])}; serving_default takes the '
              "same features as tf.Examples)</h3>",
-             _table("card-inputs", ["feature", "type", "JSON value", "required",
+             _table("card-inputs", ["feature", "input", "type", "JSON value", "required",
                                     "missing value"],
-                    [[i["name"], i["type"], i["dtype"], "yes" if i["required"] else "no",
-                      i["missing"]] for i in contract["inputs"]]),
+                    [[i["name"], i.get("key", i["name"]), i["type"], i["dtype"],
+                      "yes" if i["required"] else "no", i["missing"]]
+                     for i in contract["inputs"]]),
              "<h3>Outputs</h3>",
              _table("card-outputs", ["output", "meaning"],
                     [[o["name"], o["meaning"]] for o in contract["outputs"]]),

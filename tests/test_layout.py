@@ -1,0 +1,46 @@
+"""The rooms' doors (docs/architecture.md): imports go bench → pipeline → trainer_module, and
+what the component images run (pipeline/components/) never imports cloud/ or runs/."""
+
+import ast
+import glob
+import os
+
+import pytest
+
+from pipeline.pipeline_config import REPO_ROOT
+
+# room → the packages its modules may not import
+FORBIDDEN = {
+    "trainer_module": ("pipeline", "bench"),
+    "pipeline": ("bench",),
+    "pipeline/components": ("pipeline.cloud", "pipeline.runs"),
+}
+
+
+def _imports(path: str) -> set[str]:
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return found
+
+
+@pytest.mark.parametrize("room", FORBIDDEN)
+def test_no_module_imports_against_the_direction(room):
+    paths = glob.glob(os.path.join(REPO_ROOT, room, "**", "*.py"), recursive=True)
+    assert paths
+    for path in paths:
+        wrong = {m for m in _imports(path)
+                 if any(m == f or m.startswith(f + ".") for f in FORBIDDEN[room])}
+        assert not wrong, (os.path.relpath(path, REPO_ROOT), wrong)
+
+
+def test_every_room_says_what_lives_there():
+    for room in ("pipeline", "pipeline/components", "pipeline/cloud", "pipeline/runs",
+                 "trainer_module", "bench"):
+        with open(os.path.join(REPO_ROOT, room, "__init__.py"), encoding="utf-8") as f:
+            assert ast.get_docstring(ast.parse(f.read())), room

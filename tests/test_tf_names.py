@@ -1,0 +1,28 @@
+"""Column names TensorFlow cannot take become names it can, one mapping for every place
+(trainer_module/tf_names.py); names it can take stay as they are."""
+
+import re
+
+import pytest
+
+from trainer_module.tf_names import tf_name
+
+# What Keras accepts as a layer (root scope) name, and what a keyword argument can be.
+SCOPE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
+
+
+@pytest.mark.parametrize("name", ["fare", "trip_start_hour", "company_xf", "Species"])
+def test_plain_names_are_kept(name):
+    assert tf_name(name) == name
+
+
+NAMES = ["Payment Method", "Monthly Charges ($)", "Rate %", "km/h", "x.y", "Größe", "3rd-party",
+         "Payment_Method", "Payment-Method", "_private", "%", "Île / Island_xf"]
+
+
+def test_every_other_name_becomes_a_scope_name_and_an_identifier_of_its_own():
+    mapped = [tf_name(n) for n in NAMES]
+    for name, safe in zip(NAMES, mapped, strict=True):
+        assert SCOPE.match(safe) and safe.isidentifier() and safe.isascii(), (name, safe)
+    assert len(set(mapped)) == len(NAMES)  # no two columns share a name
+    assert tf_name("Payment Method") == tf_name("Payment Method")  # stable across processes

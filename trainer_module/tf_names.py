@@ -1,0 +1,26 @@
+"""TensorFlow-safe names for a dataset's column names: one mapping, used wherever TensorFlow or
+Keras needs a name of its own form.
+
+Keras layer and scope names must match `[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*`, and a SavedModel
+signature's inputs are named after their TensorSpecs and called as keyword arguments. A column
+name that is already a plain identifier stays as it is (the shipped datasets' models are
+unchanged); any other has every other character replaced and a short hash of the original
+appended, so that two column names never map to one. Everything a person reads (the spec, the
+report, the serving contract, predictions) keeps the column's own name.
+"""
+
+import hashlib
+import re
+
+_PLAIN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_OTHER = re.compile(r"[^A-Za-z0-9_]+")
+
+
+def tf_name(name: str) -> str:
+    """The TensorFlow-safe form of a column (or column-derived) name."""
+    if _PLAIN.match(name):
+        return name
+    base = _OTHER.sub("_", name).strip("_") or "column"
+    if not base[0].isalpha():
+        base = "c_" + base
+    return f"{base}_{hashlib.sha256(name.encode()).hexdigest()[:6]}"
