@@ -50,6 +50,7 @@ INTEGER_RANGE_MAX = 1000
 # Non-negative numbers this skewed have a long right tail: log them first.
 LONG_TAIL_SKEW = 2.0
 MAX_CLASSES = 1000
+POSITIVE_WORDS = {"yes", "y", "true", "t", "1"}  # a binary label's positive class, in any case
 DISTINCT_CAP = 100_000  # distinct values kept per column while scanning
 BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")  # what TOML accepts unquoted
 
@@ -244,10 +245,15 @@ def propose(name: str, data_dir: str, label: str, task: str):
                          "the model must beat it")
         thresholds = f"rmse = {_toml(threshold)}"
     else:
+        counts = _label_counts(data_dir, label)
         classes = _classes(label_column, task, label_type)
+        if task == tasks.BINARY and classes:
+            classes, positive_why = _positive_last(classes, counts)
+            lines.append(f"# [negative, positive]: {positive_why}")
+            decisions.append(f"  label {label!r}: {positive_why}")
         if classes:
             lines.append(f"classes = {_toml(classes)}")
-        majority = _majority_share(data_dir, label)
+        majority = max(counts.values()) / sum(counts.values())
         threshold = {"min": round(majority, 4), "allowed_change": 0.01}
         threshold_why = (f"always answering the most frequent class scores {majority:.4f}; "
                          "the model must beat it")
@@ -293,7 +299,22 @@ def _statistics(data_dir: str, column_names: list[str]):
         shutil.rmtree(os.path.dirname(output), ignore_errors=True)
 
 
-def _majority_share(data_dir: str, label: str) -> float:
+def _positive_last(classes: list[str], counts: dict[str, int]) -> tuple[list[str], str]:
+    """A binary label's two classes as [negative, positive], and why: the one yes/true word
+    (yes, y, true, t, 1 in any case) is positive, else the minority class (what a model is
+    usually asked to find: churn, default, fraud)."""
+    words = [c for c in classes if c.strip().lower() in POSITIVE_WORDS]
+    if len(words) == 1:
+        positive, why = words[0], "a yes/true word"
+    else:
+        positive = min(classes, key=lambda c: (counts.get(c, 0), c))
+        why = f"the minority class, {counts.get(positive, 0)} of {sum(counts.values())} rows"
+    negative = next(c for c in classes if c != positive)
+    return [negative, positive], (f"positive class {positive!r} ({why}); swap the two to "
+                                  "predict the other")
+
+
+def _label_counts(data_dir: str, label: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     for path in csv_check.csv_files(data_dir):
         with open(path, newline="", encoding="utf-8-sig") as f:
@@ -302,7 +323,7 @@ def _majority_share(data_dir: str, label: str) -> float:
             for row in reader:
                 if row[index] != "":
                     counts[row[index]] = counts.get(row[index], 0) + 1
-    return max(counts.values()) / sum(counts.values())
+    return counts
 
 
 def _slice_columns(columns: dict[str, Column], types: dict[str, str], label: str) -> list[str]:

@@ -203,3 +203,27 @@ def test_integers_are_ids_only_when_they_name_rows(tmp_path):
     assert features["credit_limit"]["role"] in ("zscore", "log_zscore")
     assert features["utilization"]["role"] == "zscore"
     assert features["zip"]["role"] == "hashed" and features["zip"]["why"].startswith("a code")
+
+
+@pytest.mark.parametrize("values, weights, classes, why", [
+    (["TRUE", "FALSE"], [1, 3], ["FALSE", "TRUE"], "a yes/true word"),
+    (["N", "Y"], [1, 1], ["N", "Y"], "a yes/true word"),
+    (["No", "Yes"], [5, 1], ["No", "Yes"], "a yes/true word"),
+    (["stayed", "churned"], [4, 1], ["stayed", "churned"], "the minority class, "),
+])
+def test_a_binary_labels_positive_class_follows_the_stated_rule(tmp_path, capsys, values,
+                                                                 weights, classes, why):
+    rng = random.Random(2)
+    rows = [{"x": f"{rng.random():.3f}", "flag": rng.choice(["Yes", "No"]),
+             "y": rng.choices(values, weights)[0]} for _ in range(300)]
+    folder = tmp_path / "data"
+    folder.mkdir()
+    _write(folder / "rows.csv", rows)
+    assert bootstrap.main(["--name", "flags", "--data-dir", str(folder), "--label", "y",
+                           "--task", "binary", "--schemas-dir", str(tmp_path)]) == 0
+    spec = _spec(tmp_path, "flags")
+    assert spec["label"]["classes"] == classes
+    assert spec["features"]["flag"]["role"] == "vocabulary"  # Yes/No as a feature
+    text = (tmp_path / "flags" / datasets.SPEC_FILE).read_text(encoding="utf-8")
+    assert f"# [negative, positive]: positive class {classes[1]!r} ({why}" in text
+    assert f"label 'y': positive class {classes[1]!r} ({why}" in capsys.readouterr().out
