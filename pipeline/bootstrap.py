@@ -14,6 +14,7 @@ schemas/<name>/ for a person to read and edit before `make run DATASET=<name>`.
 import argparse
 import csv
 import dataclasses
+import io
 import json
 import math
 import os
@@ -27,6 +28,7 @@ from pipeline.errors import ConfigError
 from pipeline.pipeline_config import DEFAULT_OUTPUT_DIR
 from trainer_module import tasks
 from trainer_module.features import NUMERIC_TYPES
+from trainer_module.missing import is_missing
 
 # A column is id-like when nearly every present value is its own (and there are many), and it
 # names rows rather than measures them: strings, or integers that are a run of consecutive
@@ -57,25 +59,47 @@ BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")  # what TOML accepts unquoted
 
 @dataclasses.dataclass
 class Column:
-    """What one pass over the CSV files saw in a column."""
+    """What one pass over the CSV files saw in a column.
+
+    A missing marker (NA, N/A, spaces, …: trainer_module/missing.py) is a gap in a column of
+    numbers and a value like any other in a column of text, so it is counted apart until the
+    column's kind is known.
+    """
 
     name: str
     rows: int = 0
-    missing: int = 0
-    distinct: set = dataclasses.field(default_factory=set)
+    empty: int = 0
+    distinct: set = dataclasses.field(default_factory=set)  # values other than markers
     numbers: list = dataclasses.field(default_factory=list)
     integers: bool = True
     numeric: bool = True
     text_length: int = 0
+    markers: dict = dataclasses.field(default_factory=dict)  # marker → cells
+
+    @property
+    def is_number(self) -> bool:
+        return self.numeric and bool(self.numbers)
+
+    @property
+    def missing(self) -> int:
+        return self.empty + (sum(self.markers.values()) if self.is_number else 0)
 
     @property
     def present(self) -> int:
         return self.rows - self.missing
 
+    @property
+    def values(self) -> set:
+        """The distinct values a model sees: markers too, in a column of text."""
+        return self.distinct if self.is_number else self.distinct | set(self.markers)
+
     def add(self, value: str) -> None:
         self.rows += 1
         if value == "":
-            self.missing += 1
+            self.empty += 1
+            return
+        if is_missing(value):
+            self.markers[value] = self.markers.get(value, 0) + 1
             return
         if len(self.distinct) < DISTINCT_CAP:
             self.distinct.add(value)
@@ -107,7 +131,7 @@ def scan(data_dir: str) -> dict[str, Column]:
 
 def role_for(column: Column, type_name: str) -> tuple[dict, str]:
     """(the feature entry, why) for a column of the schema type `type_name`."""
-    n, present, distinct = column.rows, column.present, len(column.distinct)
+    n, present, distinct = column.rows, column.present, len(column.values)
     if present <= n * (1 - MOSTLY_EMPTY):
         return {"role": "ignore"}, f"mostly empty: {column.missing} of {n} cells missing"
     if distinct <= 1:
@@ -162,7 +186,7 @@ def _key_form(column: Column) -> str:
 
 
 def _classes(label: Column, task: str, type_name: str) -> list[str]:
-    values = sorted(label.distinct, key=lambda v: (float(v) if label.numeric else 0, v))
+    values = sorted(label.values, key=lambda v: (float(v) if label.is_number else 0, v))
     if type_name == "INT":
         values = sorted({str(int(float(v))) for v in values}, key=int)
     if task == tasks.BINARY:
@@ -206,7 +230,7 @@ def propose(name: str, data_dir: str, label: str, task: str):
     if label not in columns:
         raise ConfigError(f"LABEL={label!r} is not a column of the CSV files in {data_dir}; "
                           f"its columns are {', '.join(columns)}")
-    schema = tfdv.infer_schema(_statistics(data_dir, list(columns)), infer_feature_shape=True)
+    schema = tfdv.infer_schema(_statistics(data_dir, columns), infer_feature_shape=True)
     from tensorflow_metadata.proto.v0 import schema_pb2
 
     types = {f.name: schema_pb2.FeatureType.Name(f.type) for f in schema.feature}
@@ -279,19 +303,34 @@ def propose(name: str, data_dir: str, label: str, task: str):
     return schema, "\n".join(lines), decisions
 
 
-def _statistics(data_dir: str, column_names: list[str]):
+def _statistics(data_dir: str, columns: dict[str, Column]):
     """TFDV's statistics of the CSV files, as tfdv.generate_statistics_from_csv computes them
-    but with the header the checks read (TFDV keeps a byte-order mark in the first name)."""
+    but with the header the checks read (TFDV keeps a byte-order mark in the first name), and
+    with the missing markers of number columns as the empty cells CsvExampleGen makes them."""
     import apache_beam as beam
     import tensorflow_data_validation as tfdv
     from tensorflow_data_validation.coders import csv_decoder
 
+    gaps = [i for i, c in enumerate(columns.values()) if c.is_number and c.markers]
+
+    def blank_markers(line: str) -> str:
+        cells = next(csv.reader([line]))
+        for i in gaps:
+            if i < len(cells) and is_missing(cells[i]):
+                cells[i] = ""
+        out = io.StringIO()
+        csv.writer(out, lineterminator="").writerow(cells)
+        return out.getvalue()
+
     output = os.path.join(tempfile.mkdtemp(prefix="make-dataset-"), "stats.tfrecord")
     try:
         with beam.Pipeline() as p:
-            _ = (p
-                 | beam.io.ReadFromText(os.path.join(data_dir, "*.csv"), skip_header_lines=1)
-                 | csv_decoder.DecodeCSV(column_names=column_names)
+            lines = p | beam.io.ReadFromText(os.path.join(data_dir, "*.csv"),
+                                             skip_header_lines=1)
+            if gaps:
+                lines = lines | beam.Map(blank_markers)
+            _ = (lines
+                 | csv_decoder.DecodeCSV(column_names=list(columns))
                  | tfdv.GenerateStatistics(tfdv.StatsOptions())
                  | tfdv.WriteStatisticsToTFRecord(output))
         return tfdv.load_statistics(output)
@@ -329,8 +368,8 @@ def _label_counts(data_dir: str, label: str) -> dict[str, int]:
 def _slice_columns(columns: dict[str, Column], types: dict[str, str], label: str) -> list[str]:
     """The string column with the fewest values (2 to 20), if any: a natural first slice."""
     candidates = [c for c in columns.values() if c.name != label and types[c.name] == "BYTES"
-                  and 2 <= len(c.distinct) <= 20 and not c.missing]
-    return [min(candidates, key=lambda c: len(c.distinct)).name] if candidates else []
+                  and 2 <= len(c.values) <= 20 and not c.missing]
+    return [min(candidates, key=lambda c: len(c.values)).name] if candidates else []
 
 
 def _curate(schema, label: str, missing: str) -> None:

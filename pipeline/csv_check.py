@@ -12,6 +12,7 @@ import glob
 import os
 
 from pipeline.errors import ConfigError
+from trainer_module.missing import is_missing
 
 BOM = "\ufeff"  # the UTF-8 byte-order mark Excel's "CSV UTF-8" writes first
 # Delimiters other than the comma that exports use; a header that splits on one of these but
@@ -156,7 +157,7 @@ def _scan_once(path: str, size: int, mtime_ns: int, label: LabelCheck | None) ->
                 if index is None:
                     continue
                 value = row[index]
-                if value == "":
+                if value == "" or (allowed is None and is_missing(value)):  # a number label
                     missing += 1
                 elif allowed is not None and _label_text(value, label.integer) not in allowed:
                     raise ConfigError(

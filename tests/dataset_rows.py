@@ -17,6 +17,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 
 from pipeline import datasets
 from trainer_module.dataset_spec import DatasetSpec
+from trainer_module.missing import is_missing
 
 
 def write_csv(path, rows: list[dict[str, str]]) -> None:
@@ -68,7 +69,7 @@ class DatasetRows:
         drop = self.spec.label_sources if serving else ()
         example = tf.train.Example()
         for key, raw in row.items():
-            if key in drop or raw == "":
+            if key in drop or raw == "" or (types[key] != schema_pb2.BYTES and is_missing(raw)):
                 continue
             feature = example.features.feature[key]
             if types[key] == schema_pb2.INT:

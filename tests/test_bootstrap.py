@@ -2,10 +2,12 @@
 reason beside it, a spec the pipeline loads, and clear errors for a label that cannot be."""
 
 import csv
+import itertools
 import random
 import tomllib
 
 import pytest
+from tensorflow_metadata.proto.v0 import schema_pb2
 
 from pipeline import bootstrap, datasets
 
@@ -227,3 +229,28 @@ def test_a_binary_labels_positive_class_follows_the_stated_rule(tmp_path, capsys
     text = (tmp_path / "flags" / datasets.SPEC_FILE).read_text(encoding="utf-8")
     assert f"# [negative, positive]: positive class {classes[1]!r} ({why}" in text
     assert f"label 'y': positive class {classes[1]!r} ({why}" in capsys.readouterr().out
+
+
+def test_numbers_with_gaps_written_as_words_stay_numbers(tmp_path, capsys):
+    """A churn export's Total Charges: numbers, with " " for new customers (and NA, N/A,
+    null, None, NaN elsewhere): a number column with gaps, not text and not an id."""
+    rng = random.Random(7)
+    gaps = itertools.cycle([" ", "NA", "N/A", "null", "None", "NaN"])
+    rows = []
+    for i in range(400):
+        charges = rng.uniform(20, 8000)
+        rows.append({"Total Charges": next(gaps) if i % 20 == 0 else f"{charges:.2f}",
+                     "Contract": rng.choice(["Month-to-month", "One year", "None"]),
+                     "Churn": rng.choice(["Yes", "No"])})
+    folder = tmp_path / "telco"
+    folder.mkdir()
+    _write(folder / "telco.csv", rows)
+    assert bootstrap.main(["--name", "telco", "--data-dir", str(folder), "--label", "Churn",
+                           "--task", "binary", "--schemas-dir", str(tmp_path)]) == 0
+    features = _spec(tmp_path, "telco")["features"]
+    assert features["Total Charges"]["role"] in ("zscore", "log_zscore"), features
+    assert features["Contract"]["role"] == "vocabulary"  # "None" is one of its words
+    _, schema = datasets.load_spec(str(tmp_path / "telco"))
+    charges = next(f for f in schema.feature if f.name == "Total Charges")
+    assert charges.type == schema_pb2.FLOAT and charges.value_count.min == 0  # gaps allowed
+    assert not charges.HasField("shape")

@@ -17,6 +17,7 @@ from dataset_rows import TAXI
 from pipeline import cache_keys
 from pipeline.components import example_gen
 from pipeline.dag import csv_input_config
+from trainer_module.missing import is_missing_bytes
 
 # Negative and extreme int64s, floats beyond float32 (±inf), nan, a column with no value at
 # all, text longer than 127 bytes (a two-byte length), non-ASCII text, quotes, commas and a
@@ -48,6 +49,12 @@ def _column_infos(inferrer: csv_decoder.ColumnTypeInferrer, rows: list[list[byte
     return inferrer.extract_output(inferrer.merge_accumulators(accumulators))
 
 
+def _markers_blank(row: list[bytes], infos: list) -> list[bytes]:
+    numbers = (csv_decoder.ColumnType.INT, csv_decoder.ColumnType.FLOAT)
+    return [b"" if info.type in numbers and is_missing_bytes(cell) else cell
+            for cell, info in zip(row, infos, strict=True)]
+
+
 def _shipped_csv() -> str:
     with open(TAXI.csv_path, encoding="utf-8") as f:
         return f.read()
@@ -68,7 +75,8 @@ def test_types_and_rows_as_tfx_infers_and_serializes_them(text):
             csv_decoder.ColumnType.STRING, csv_decoder.ColumnType.STRING]
     tfx_rows, ours = tfx_csv._ParsedCsvToTfExample(), example_gen._EncodeRows()
     for row in rows:
-        [expected] = tfx_rows.process(row, infos)
+        # A missing marker in a number column ("nan" here) is a gap, where TFX keeps a NaN.
+        [expected] = tfx_rows.process(_markers_blank(row, infos), infos)
         assert list(ours.process(row, infos)) == [expected.SerializeToString(deterministic=True)]
     assert list(ours.process([], infos)) == []  # a blank line, skipped as TFX skips it
     with pytest.raises(ValueError, match="Invalid CSV line"):
@@ -136,3 +144,27 @@ def test_component_runs_this_executor_and_keys_its_cache_on_its_code():
         split_config=example_gen_pb2.SplitConfig(splits=[
             example_gen_pb2.SplitConfig.Split(name="train", hash_buckets=2),
             example_gen_pb2.SplitConfig.Split(name="eval", hash_buckets=1)]))
+
+
+def test_missing_markers_are_gaps_in_number_columns_and_words_in_text():
+    """NA, N/A, NaN, null, None and spaces, in any case: a number column with such gaps stays a
+    number column (TFX reads it as text), each marker written as an empty cell is; a text
+    column keeps them as its words."""
+    header = ["total", "count", "plan"]
+    rows = [[b"29.85", b"1", b"None"], [b" ", b"NA", b"basic"], [b"NA", b"n/a", b"NA"],
+            [b"nan", b"null", b"pro"], [b"None", b"NULL", b""], [b"108.15", b"3", b"plus"]]
+    infos = _column_infos(example_gen._ColumnTypeInferrer(header), rows)
+    assert [info.type for info in infos] == [csv_decoder.ColumnType.FLOAT,
+                                             csv_decoder.ColumnType.INT,
+                                             csv_decoder.ColumnType.STRING]
+    tfx_rows, ours = tfx_csv._ParsedCsvToTfExample(), example_gen._EncodeRows()
+    examples = []
+    for row in rows:
+        [serialized] = ours.process(row, infos)
+        [expected] = tfx_rows.process(_markers_blank(row, infos), infos)
+        assert serialized == expected.SerializeToString(deterministic=True)
+        examples.append(tf.train.Example.FromString(serialized))
+    totals = [list(e.features.feature["total"].float_list.value) for e in examples]
+    assert totals == [[pytest.approx(29.85)], [], [], [], [], [pytest.approx(108.15)]]
+    plans = [list(e.features.feature["plan"].bytes_list.value) for e in examples]
+    assert plans == [[b"None"], [b"basic"], [b"NA"], [b"pro"], [], [b"plus"]]

@@ -6,6 +6,7 @@ pushed SavedModel answering raw tf.Examples.
 
 import csv
 import glob
+import itertools
 import math
 import os
 import re
@@ -28,6 +29,7 @@ from dataset_rows import PENGUINS, TAXI, DatasetRows, write_csv
 from pipeline import predict
 from pipeline.pipeline_config import REPO_ROOT
 from pipeline.runs import eval_results
+from trainer_module.missing import is_missing
 
 pytestmark = pytest.mark.e2e
 
@@ -407,14 +409,21 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     """A newcomer's path: `make dataset` on new data (the penguins' body mass as a regression
     label) exported as Excel's "CSV UTF-8" does (a byte-order mark, CRLF line ends) with the
     headers a spreadsheet has (spaces, punctuation, mixed case, a leading digit, non-ASCII
-    letters), then `make run DATASET=…` with no Python edits, serving, and `make predict` on
-    the same file: every step under the user's own column names."""
+    letters) and number gaps written NA, " ", N/A and null, then `make run DATASET=…` with no
+    Python edits, serving, and `make predict` on the same file: every step under the user's
+    own column names, every marker a gap."""
     schemas = tmp_path / "schemas"
     data_dir = tmp_path / "birds"
     data_dir.mkdir()
     with open(PENGUINS.csv_path, encoding="utf-8") as f:
         lines = f.read().splitlines()
     lines[0] = ",".join(BIRD_COLUMNS)
+    # The number columns' gaps as exports write them: NA, spaces, N/A, null.
+    markers = itertools.cycle(["NA", " ", "N/A", "null"])
+    for i, line in enumerate(lines[1:], start=1):
+        cells = line.split(",")
+        lines[i] = ",".join(next(markers) if j in (2, 3, 4, 5) and cell == "" else cell
+                            for j, cell in enumerate(cells))
     (data_dir / "birds.csv").write_bytes("\ufeff".encode() + "\r\n".join(lines).encode()
                                          + b"\r\n")
     made = subprocess.run(
@@ -445,7 +454,7 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     assert "root_mean_squared_error=" in result.stdout
     assert "Blessed: yes" in result.stdout, result.stdout[-3000:]
     birds = DatasetRows(str(folder), str(data_dir / "birds.csv"))
-    rows = [r for r in birds.read_rows() if r["Body Mass (g)"]]
+    rows = [r for r in birds.read_rows() if not is_missing(r["Body Mass (g)"])]
     [version] = os.listdir(output / "serving_model" / "bird-mass-tpu")
     outputs = _serve_outputs(output / "serving_model" / "bird-mass-tpu" / version, rows, birds)
     assert outputs["predictions"].shape == (len(rows), 1)

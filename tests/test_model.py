@@ -197,3 +197,10 @@ def test_instance_names_the_feature_and_the_bad_value(transformed_data):
         feature_signature.instance({**row, "payment_type": ""}, inputs)
     with pytest.raises(ValueError, match="trip_start_day: '2.5' is not a whole number"):
         feature_signature.instance({**row, "trip_start_day": "2.5"}, inputs)
+    # Missing markers are gaps in number columns (trainer_module/missing.py), words in text.
+    for marker in (" ", "NA", "n/a", "NaN", "null", "None"):
+        assert math.isnan(feature_signature.instance({**row, "trip_seconds": marker},
+                                                     inputs)["trip_seconds"]), marker
+    with pytest.raises(ValueError, match="fare: empty, but the schema requires"):
+        feature_signature.instance({**row, "fare": "NA"}, inputs)
+    assert feature_signature.instance({**row, "company": "None"}, inputs)["company"] == "None"

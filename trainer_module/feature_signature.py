@@ -20,6 +20,7 @@ signatures run the same Transform graph and model and give the same predictions.
 import dataclasses
 from typing import Any
 
+from trainer_module.missing import is_missing
 from trainer_module.tf_names import tf_name
 
 SIGNATURE_NAME = "serving_features"
@@ -146,6 +147,8 @@ def parse_columns(frame: Any, inputs: tuple[FeatureInput, ...]) -> tuple[dict[st
         else:
             cells = pd.Series("", index=frame.index, dtype=object)
         empty = cells == ""
+        if feature.kind != "string":  # NA, N/A, NaN, … are gaps in a number column
+            empty = empty | cells.map(is_missing)
         if feature.required:
             note(empty, f"{feature.name}: empty, but the schema requires a value")
         if feature.kind == "string":

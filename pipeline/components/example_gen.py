@@ -29,6 +29,7 @@ from tfx_bsl.coders import csv_decoder
 
 from pipeline.cache_keys import keyed_spec
 from pipeline.csv_check import header_of
+from trainer_module.missing import is_missing_bytes
 
 _UINT64 = 1 << 64
 _FLOAT32 = struct.Struct("<f")
@@ -38,6 +39,7 @@ _FEATURE_TAG = {csv_decoder.ColumnType.STRING: b"\x0a", csv_decoder.ColumnType.F
 _FIELD_1 = b"\x0a"  # the first field, length-delimited: Example.features, Features.feature
 # entries, a map entry's key, and the value lists' `value`
 _FIELD_2 = b"\x12"  # a map entry's value
+_N = frozenset(b"nN")
 
 
 def _varint(value: int) -> bytes:
@@ -110,6 +112,7 @@ class _Column:
         self.tag = _FEATURE_TAG.get(info.type)
         self.value = {csv_decoder.ColumnType.INT: _int64,
                       csv_decoder.ColumnType.FLOAT: _float32}.get(info.type, bytes)
+        self.numeric = self.value is not bytes
         # No value anywhere in the column: TFX writes an empty feature; an empty cell is
         # the column type's empty list.
         self.empty = _entry(self.key, b"" if self.tag is None else self.tag + b"\x00")
@@ -118,7 +121,16 @@ class _Column:
     def encode(self, cell: bytes) -> bytes:
         if not cell or self.tag is None:
             return self.empty
-        value = self.value(cell)
+        # A missing marker (trainer_module/missing.py) is a gap in a number column: the words
+        # start with n or N (float() would read "NaN" as a value), spaces fail the conversion.
+        if self.numeric and cell[0] in _N and is_missing_bytes(cell):
+            return self.empty
+        try:
+            value = self.value(cell)
+        except ValueError:
+            if self.numeric and is_missing_bytes(cell):
+                return self.empty
+            raise
         prefix = self._prefixes.get(len(value))
         if prefix is None:  # everything of the entry before the value's bytes
             entry = _entry(self.key, _delimited(self.tag, _delimited(_FIELD_1, value)))
@@ -170,7 +182,9 @@ class _ColumnTypeInferrer(csv_decoder.ColumnTypeInferrer):
                 continue
             current = memo.get(cell)
             if current is None:
-                current = csv_decoder._InferValueType(cell)
+                # A missing marker (trainer_module/missing.py) types nothing, as an empty cell.
+                current = (csv_decoder.ColumnType.UNKNOWN if is_missing_bytes(cell)
+                           else csv_decoder._InferValueType(cell))
                 if len(memo) < self.MEMO_LIMIT:
                     memo[cell] = current
             if previous is None or current > previous:
