@@ -78,8 +78,12 @@ CASES = {
         lambda: {"trips.csv": _not_utf8()},
         SETTINGS_CHECK, ("bytes b'\\xe4' are not UTF-8",)),
     "string in a numeric column": Case(
-        lambda: {"trips.csv": _with("trip_miles", "n/a", 50)},
+        lambda: {"trips.csv": _with("trip_miles", "unknown", 50)},
         ANOMALY_GATE, ("[train] trip_miles:", "Expected data of type: FLOAT but got STRING")),
+    # n/a is a missing marker (trainer_module/missing.py): a gap, where the schema wants a value.
+    "missing markers in a required number column": Case(
+        lambda: {"trips.csv": _with("trip_miles", "n/a", 50)},
+        ANOMALY_GATE, ("[train] trip_miles: Feature shape dropped",)),
     "label source out of its domain": Case(
         lambda: {"trips.csv": _with("tips", "-1.5", 40)},
         ANOMALY_GATE, ("[train] tips: Out-of-range values — Unexpectedly low values",)),

@@ -102,6 +102,16 @@ def _spec(tmp_path, name: str) -> dict:
         return tomllib.load(f)
 
 
+def _made(tmp_path, name: str, rows: list[dict], label: str, task: str = "binary") -> dict:
+    """The spec `make dataset` writes for `rows` (one CSV file), after asserting it succeeded."""
+    folder = tmp_path / f"{name}-data"
+    folder.mkdir()
+    _write(folder / "rows.csv", rows)
+    assert bootstrap.main(["--name", name, "--data-dir", str(folder), "--label", label,
+                           "--task", task, "--schemas-dir", str(tmp_path)]) == 0
+    return _spec(tmp_path, name)
+
+
 def test_an_export_with_any_header_a_bom_and_crlf_gets_a_spec_that_loads(tmp_path):
     """Excel's "CSV UTF-8": a byte-order mark and CRLF line ends; headers with spaces,
     punctuation, mixed case, non-ASCII letters and a leading digit, quoted in the TOML."""
@@ -192,12 +202,7 @@ def test_integers_are_ids_only_when_they_name_rows(tmp_path):
                      "utilization": f"{rng.random():.6f}",
                      "zip": rng.choice(zips),
                      "y": rng.choice(["0", "1"])})
-    folder = tmp_path / "loans"
-    folder.mkdir()
-    _write(folder / "loans.csv", rows)
-    assert bootstrap.main(["--name", "loans", "--data-dir", str(folder), "--label", "y",
-                           "--task", "binary", "--schemas-dir", str(tmp_path)]) == 0
-    features = _spec(tmp_path, "loans")["features"]
+    features = _made(tmp_path, "loans", rows, "y")["features"]
     assert features["row_id"]["role"] == "ignore"
     assert "a run of consecutive integers" in features["row_id"]["why"]
     assert features["account"]["role"] == "ignore"
@@ -218,12 +223,7 @@ def test_a_binary_labels_positive_class_follows_the_stated_rule(tmp_path, capsys
     rng = random.Random(2)
     rows = [{"x": f"{rng.random():.3f}", "flag": rng.choice(["Yes", "No"]),
              "y": rng.choices(values, weights)[0]} for _ in range(300)]
-    folder = tmp_path / "data"
-    folder.mkdir()
-    _write(folder / "rows.csv", rows)
-    assert bootstrap.main(["--name", "flags", "--data-dir", str(folder), "--label", "y",
-                           "--task", "binary", "--schemas-dir", str(tmp_path)]) == 0
-    spec = _spec(tmp_path, "flags")
+    spec = _made(tmp_path, "flags", rows, "y")
     assert spec["label"]["classes"] == classes
     assert spec["features"]["flag"]["role"] == "vocabulary"  # Yes/No as a feature
     text = (tmp_path / "flags" / datasets.SPEC_FILE).read_text(encoding="utf-8")
@@ -242,12 +242,7 @@ def test_numbers_with_gaps_written_as_words_stay_numbers(tmp_path, capsys):
         rows.append({"Total Charges": next(gaps) if i % 20 == 0 else f"{charges:.2f}",
                      "Contract": rng.choice(["Month-to-month", "One year", "None"]),
                      "Churn": rng.choice(["Yes", "No"])})
-    folder = tmp_path / "telco"
-    folder.mkdir()
-    _write(folder / "telco.csv", rows)
-    assert bootstrap.main(["--name", "telco", "--data-dir", str(folder), "--label", "Churn",
-                           "--task", "binary", "--schemas-dir", str(tmp_path)]) == 0
-    features = _spec(tmp_path, "telco")["features"]
+    features = _made(tmp_path, "telco", rows, "Churn")["features"]
     assert features["Total Charges"]["role"] in ("zscore", "log_zscore"), features
     assert features["Contract"]["role"] == "vocabulary"  # "None" is one of its words
     _, schema = datasets.load_spec(str(tmp_path / "telco"))

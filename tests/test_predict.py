@@ -44,7 +44,7 @@ def test_scores_every_good_row_like_serving_default_and_reports_the_rest(task_da
     inputs = batch_predict.load_predictor(model_dir).inputs
     required = [i for i in inputs if i.required]
     number = next(i.name for i in inputs if i.kind != "string")
-    bad = {3: (required[0].name, ""), 7: (number, "n/a")}
+    bad = {3: (required[0].name, ""), 7: (number, "twelve")}
     for index, (column, value) in bad.items():
         rows[index][column] = value
     data_dir = tmp_path / "new"
@@ -63,8 +63,8 @@ def test_scores_every_good_row_like_serving_default_and_reports_the_rest(task_da
     rejected = _read(os.path.join(folder, predict.REJECTED_FILE))
     assert [(r["file"], r["row"]) for r in rejected] == [("a.csv", "5"), ("a.csv", "9")]
     assert rejected[0]["reason"] == f"{bad[3][0]}: empty, but the schema requires a value"
-    assert rejected[1]["reason"].startswith(f"{number}: 'n/a' is not a number")
-    assert json.loads(rejected[1]["cells"])[number] == "n/a"
+    assert rejected[1]["reason"].startswith(f"{number}: 'twelve' is not a number")
+    assert json.loads(rejected[1]["cells"])[number] == "twelve"
 
     scored = _read(os.path.join(folder, "a.csv")) + _read(os.path.join(folder, "b.csv"))
     good = [r for i, r in enumerate(rows) if i not in bad]
