@@ -432,6 +432,9 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
          str(schemas)], env=_env(tmp_path), capture_output=True, text=True, timeout=600,
         cwd=REPO_ROOT)
     assert made.returncode == 0, made.stderr[-3000:]
+    # What make dataset decided, on the terminal; TensorFlow's and TFDV's lines in its log.
+    assert made.stdout.startswith(f"Log: {tmp_path}/logs/dataset-"), made.stdout[:500]
+    assert "INFO" not in made.stdout + made.stderr and len(made.stdout.splitlines()) < 30
     assert "label 'Body Mass (g)': 2 of 344 rows have no value" in made.stdout
     assert re.search(r"Île / Island +vocabulary +3 distinct strings", made.stdout), made.stdout
     folder = schemas / "bird-mass"
