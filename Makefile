@@ -123,7 +123,7 @@ lint: venv
 
 # Re-pin every dependency after editing pyproject.toml.
 lock: venv
-	$(BIN)/uv pip compile --python-version 3.11 --extra dev --extra report pyproject.toml -o requirements.lock
+	$(BIN)/uv pip compile --python-version 3.11 --extra bench --extra dev --extra report pyproject.toml -o requirements.lock
 
 # Only what can be rebuilt: compiled specs, bench work dirs, caches. Never an output dir.
 clean:

@@ -161,9 +161,10 @@ def run_ours(data_dir: str, output_dir: str, rows: int, train_steps: int | None,
     log = os.path.join(output_dir, "run.log")
     process = _run([sys.executable, os.path.join(repo, "pipeline", "local_runner.py"),
                     "--dataset", dataset, "--data-dir", data_dir, "--output-dir", output_dir,
-                    *steps], repo, _env(PYTHONPATH=repo), log)
+                    *steps], repo, _env(PYTHONPATH=repo, VERBOSE="1"), log)
     batch = _read_int(log, r"global batch=(\d+)") if fresh else 0
-    return _record(os.path.join(output_dir, "metadata", "metadata.db"), f"{dataset}-tpu", rows,
+    name = os.path.basename(os.path.normpath(dataset))  # a name, or a folder with a spec
+    return _record(os.path.join(output_dir, "metadata", "metadata.db"), f"{name}-tpu", rows,
                    train_steps or _read_int(log, r"\) (\d+) steps in \d+ epochs"), batch,
                    process)
 

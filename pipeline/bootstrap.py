@@ -4,9 +4,10 @@
 
 TFDV infers the schema (types, fixed shapes, presence) from the data; one pass over the CSV
 files measures each column (distinct values, missing cells, range, text length), and each
-column gets a role with the reason written beside it: free text and id-like columns are
-ignored, wide categories hashed, small ones get a vocabulary, numbers a z-score (log first when
-the tail is long). The thresholds start where guessing stops: the majority class's share for
+column gets a role with the reason written beside it: dates and timestamps become datetime
+features, free text becomes tokens, id-like columns are ignored, wide categories hashed, small
+ones get a vocabulary, numbers a z-score and quantile bins (log first when the tail is long).
+The thresholds start where guessing stops: the majority class's share for
 classification, the label's spread (predicting the mean) for regression. Everything lands in
 schemas/<name>/ for a person to read and edit before `make run DATASET=<name>`.
 """
@@ -26,7 +27,7 @@ import tempfile
 from pipeline import console, csv_check, datasets
 from pipeline.errors import ConfigError
 from pipeline.pipeline_config import DEFAULT_OUTPUT_DIR
-from trainer_module import tasks
+from trainer_module import datetimes, tasks
 from trainer_module.features import NUMERIC_TYPES
 from trainer_module.missing import is_missing
 
@@ -37,8 +38,13 @@ from trainer_module.missing import is_missing
 ID_LIKE_FRACTION = 0.9
 ID_LIKE_MIN_DISTINCT = 50
 CODE_MIN_DIGITS = 5
-# Free text: long strings, mostly distinct.
-FREE_TEXT_MIN_LENGTH = 40
+# Free text: several words per value on average, too many distinct values (or too rare) for a
+# vocabulary. Its tokens: up to a power of two covering about twice the average word count.
+TEXT_MIN_WORDS = 3
+TEXT_MAX_TOKENS = 64
+TEXT_BUCKETS = 10_000
+# Dates and timestamps: a string column where this share of the distinct values parses.
+DATETIME_MIN_SHARE = 0.99
 MOSTLY_EMPTY = 0.95
 # Categories: up to this many distinct values, each seen this often on average, get a
 # vocabulary; wider or rarer ones, hash buckets.
@@ -52,6 +58,10 @@ INTEGER_RANGE_MAX = 1000
 # Non-negative numbers this skewed have a long right tail: log them first.
 LONG_TAIL_SKEW = 2.0
 MAX_CLASSES = 1000
+# The training budget `make dataset` writes: about this many steps, in whole epochs.
+TRAIN_STEPS_TARGET = 20_000
+MIN_EPOCHS, MAX_EPOCHS = 10, 200
+LARGE_DATA_ROWS, LARGE_BATCH = 200_000, 1024
 POSITIVE_WORDS = {"yes", "y", "true", "t", "1"}  # a binary label's positive class, in any case
 DISTINCT_CAP = 100_000  # distinct values kept per column while scanning
 BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")  # what TOML accepts unquoted
@@ -74,6 +84,7 @@ class Column:
     integers: bool = True
     numeric: bool = True
     text_length: int = 0
+    words: int = 0
     markers: dict = dataclasses.field(default_factory=dict)  # marker → cells
 
     @property
@@ -104,6 +115,7 @@ class Column:
         if len(self.distinct) < DISTINCT_CAP:
             self.distinct.add(value)
         self.text_length += len(value)
+        self.words += len(value.split())
         if self.numeric:
             try:
                 number = float(value)
@@ -138,13 +150,22 @@ def role_for(column: Column, type_name: str) -> tuple[dict, str]:
         return {"role": "ignore"}, "one value only: nothing to learn from"
     id_like = distinct >= ID_LIKE_MIN_DISTINCT and distinct >= ID_LIKE_FRACTION * present
     if type_name == "BYTES":
-        average = column.text_length / present
-        if average >= FREE_TEXT_MIN_LENGTH and distinct >= ID_LIKE_FRACTION * present:
-            return {"role": "ignore"}, (f"free text: {average:.0f} characters on average, "
-                                        f"{distinct} distinct values in {present} rows")
+        format_ = datetimes.detect(sorted(column.distinct), DATETIME_MIN_SHARE)
+        if format_ is not None:
+            entry = {"role": "datetime", **({"format": format_} if format_ else {})}
+            return entry, (f"dates: {DATETIME_MIN_SHARE:.0%} or more of {len(column.distinct)} "
+                           f"distinct values parse as {format_ or 'ISO-8601'}")
+        words = column.words / present
+        vocabulary = (distinct <= VOCABULARY_MAX
+                      and distinct * VOCABULARY_MIN_AVERAGE_COUNT <= present)
+        if words >= TEXT_MIN_WORDS and not vocabulary:
+            tokens = min(TEXT_MAX_TOKENS, 2 ** math.ceil(math.log2(2 * words)))
+            return ({"role": "text", "buckets": TEXT_BUCKETS, "max_tokens": tokens},
+                    f"free text: {words:.1f} words on average, {distinct} distinct values in "
+                    f"{present} rows")
         if id_like:
             return {"role": "ignore"}, f"id-like: {distinct} distinct values in {present} rows"
-        if distinct <= VOCABULARY_MAX and distinct * VOCABULARY_MIN_AVERAGE_COUNT <= present:
+        if vocabulary:
             return ({"role": "vocabulary", "top_k": VOCABULARY_MAX, "oov_buckets": 10},
                     f"{distinct} distinct strings")
         buckets = min(HASH_BUCKETS_MAX, 2 ** math.ceil(math.log2(distinct)))
@@ -285,22 +306,33 @@ def propose(name: str, data_dir: str, label: str, task: str):
     lines.append(f"missing = {_toml(missing)}")
     slices = _slice_columns(columns, types, label)
     train_rows = label_column.present * 2 // 3  # CsvExampleGen's default 2:1 split
-    batch = 256
-    while batch > 8 and batch * 2 > train_rows // 2:
-        batch //= 2
-    steps = min(1000, max(200, 25 * train_rows // batch))
+    batch, epochs = training_budget(train_rows)
     lines += ["", "[features]"] + features
     lines += ["", "[evaluation]", f"slices = {_toml(slices)}", "", "[evaluation.thresholds]",
               f"# {threshold_why}", thresholds, "", "[training]",
-              f"# About {train_rows} training rows: batches of {batch}, ~25 passes over them.",
-              f"train_steps = {steps}", f"per_replica_batch_size = {batch}", ""]
+              f"# About {train_rows} training rows: batches of {batch}, at most {epochs} passes",
+              "# over them (training stops earlier when the validation loss stops improving).",
+              f"epochs = {epochs}", f"per_replica_batch_size = {batch}", ""]
     _curate(schema, label, missing)
     decisions.insert(0, f"Dataset {name!r}: label {label!r} ({task}), {label_column.rows} rows, "
                         f"{len(columns)} columns")
     decisions.append(f"  thresholds: {thresholds}  ({threshold_why})")
-    decisions.append(f"  slices: {', '.join(slices) or 'none'}; training: {steps} steps of "
-                     f"{batch}")
+    decisions.append(f"  slices: {', '.join(slices) or 'none'}; training: at most {epochs} "
+                     f"epochs in batches of {batch}")
     return schema, "\n".join(lines), decisions
+
+
+def training_budget(train_rows: int) -> tuple[int, int]:
+    """(batch, epochs) for this many training rows: batches that make at least a few steps per
+    epoch (larger ones for large data, where a step's fixed cost dominates), and enough epochs
+    for about TRAIN_STEPS_TARGET steps, within [MIN_EPOCHS, MAX_EPOCHS]. Early stopping ends
+    most runs well before the budget."""
+    batch = LARGE_BATCH if train_rows >= LARGE_DATA_ROWS else 256
+    while batch > 8 and batch * 2 > train_rows // 2:
+        batch //= 2
+    steps_per_epoch = max(1, train_rows // batch)
+    epochs = min(MAX_EPOCHS, max(MIN_EPOCHS, math.ceil(TRAIN_STEPS_TARGET / steps_per_epoch)))
+    return batch, epochs
 
 
 def _statistics(data_dir: str, columns: dict[str, Column]):

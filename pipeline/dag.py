@@ -278,7 +278,8 @@ def create_pipeline(config: PipelineConfig,
         transform_graph=transform.outputs[names.TRANSFORM_GRAPH],
         schema=schema_gen.outputs[names.SCHEMA],
         base_model=warm_start.outputs[names.MODEL] if warm_start else None,
-        train_args=trainer_pb2.TrainArgs(num_steps=config.train_steps),
+        # num_steps 0 reaches run_fn as None: the budget is the trainer's epochs.
+        train_args=trainer_pb2.TrainArgs(num_steps=config.train_steps or 0),
         eval_args=trainer_pb2.EvalArgs(num_steps=config.eval_steps or 0),
         custom_config=trainer_config,
     )

@@ -53,8 +53,14 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: object) -> Pipel
     values.update(overrides)
     # The dataset's own sizes come first among the defaults: a spec for 300 rows says so.
     spec = PipelineConfig(dataset=str(values.get("dataset", DEFAULT_DATASET))).dataset_spec()
-    if spec.train_steps and "train_steps" not in values:
+    if "train_steps" in values and "epochs" in trainer:
+        raise ConfigError(f"TRAIN_STEPS={values['train_steps']} and EPOCHS={trainer['epochs']}: "
+                          "set one training budget, in steps or in passes over the data")
+    # The spec's budget, in steps or epochs, unless a setting gives one.
+    if spec.train_steps and "train_steps" not in values and "epochs" not in trainer:
         values["train_steps"] = spec.train_steps
+    if spec.epochs:
+        trainer.setdefault("epochs", spec.epochs)
     if spec.per_replica_batch_size:
         # The spec's batch is the one its learning rate was tuned at (one replica).
         trainer.setdefault("per_replica_batch_size", spec.per_replica_batch_size)
@@ -124,6 +130,9 @@ TRAINER_VARIABLES = {
     "LEARNING_RATE": ("learning_rate", _env_float),
     "REFERENCE_BATCH_SIZE": ("reference_batch_size", _env_int),
     "LR_SCALING": ("lr_scaling", _env_str),
+    "EPOCHS": ("epochs", _env_int),
+    "EARLY_STOPPING_PATIENCE": ("early_stopping_patience", _env_int),
+    "VALIDATION_FRACTION": ("validation_fraction", _env_float),
     "WARM_START": ("warm_start", _env_bool),
     "STRATEGY": ("strategy", _env_str),
     "TPU_ADDRESS": ("tpu_address", _env_str),

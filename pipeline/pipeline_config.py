@@ -77,8 +77,8 @@ class PipelineConfig:
     data_dir: str = ""
     bigquery_query: str = ""
     output_dir: str = DEFAULT_OUTPUT_DIR
-    train_steps: int = 1000
-    eval_steps: int | None = None  # None: one full pass over the eval split
+    train_steps: int | None = None  # None: a budget of trainer.training.epochs passes
+    eval_steps: int | None = None  # None: one full pass over the validation slice per epoch
     min_eval_accuracy: float | None = None
     max_accuracy_regression: float | None = None  # allowed drop vs. the last blessed model
     enable_cache: bool = True
@@ -153,7 +153,8 @@ class PipelineConfig:
                 "'-', starting with a letter or digit, at most 128 characters (the form "
                 "Kubeflow Pipelines and Vertex AI accept), e.g. 'taxi-tpu'"
             )
-        _positive_int("train_steps", self.train_steps)
+        if self.train_steps is not None:
+            _positive_int("train_steps", self.train_steps)
         if self.eval_steps is not None:
             _positive_int("eval_steps", self.eval_steps)
         for name in ("min_eval_accuracy", "max_accuracy_regression"):
@@ -164,7 +165,7 @@ class PipelineConfig:
         if not isinstance(self.trainer, TrainerConfig):
             raise ConfigError(f"trainer={self.trainer!r}: expected a TrainerConfig")
         profile = self.trainer.runtime.profile_steps
-        if profile and profile[1] > self.train_steps:
+        if profile and self.train_steps and profile[1] > self.train_steps:
             raise ConfigError(f"profile_steps={profile!r} (PROFILE_STEPS): the run has only "
                               f"train_steps={self.train_steps}; profile steps within "
                               f"1..{self.train_steps}")

@@ -53,8 +53,8 @@ def test_roles_follow_the_data_with_their_reasons(churn, tmp_path):
     features = spec["features"]
     assert features["customer_id"]["role"] == "ignore"
     assert features["customer_id"]["why"].startswith("id-like: 600 distinct values")
-    assert features["complaint"]["role"] == "ignore"
-    assert features["complaint"]["why"].startswith("free text")
+    assert features["complaint"]["role"] == "text" and features["complaint"]["max_tokens"] == 32
+    assert features["complaint"]["why"].startswith("free text: 13.0 words on average")
     assert features["city"]["role"] == "hashed" and features["city"]["buckets"] >= 256
     assert features["plan"]["role"] == "vocabulary"
     assert features["signup_hour"] == {"role": "integer", "range": [0, 23],

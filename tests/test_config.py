@@ -96,8 +96,8 @@ def test_unknown_trainer_setting_is_named():
         TrainerConfig.from_custom_config(custom)
     with pytest.raises(TrainerConfigError, match=r"unknown trainer setting group\(s\) \['opt'\]"):
         TrainerConfig.from_custom_config({"trainer_config": {"opt": {}}})
-    with pytest.raises(TrainerConfigError, match=r"unknown trainer setting\(s\) \['epochs'\]"):
-        TrainerConfig.create(epochs=3)
+    with pytest.raises(TrainerConfigError, match=r"unknown trainer setting\(s\) \['epoch_count'\]"):
+        TrainerConfig.create(epoch_count=3)
 
 
 @pytest.mark.parametrize("setting, value, expected", [

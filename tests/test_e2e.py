@@ -400,18 +400,20 @@ def test_shipped_penguins_run_end_to_end_as_a_multiclass_task(tmp_path):
     assert "Export parity: max |served - trained|" in _everything(result)
 
 
-# The penguins' columns as a spreadsheet might name them.
+# The penguins' columns as a spreadsheet might name them, plus a timestamp and free text.
 BIRD_COLUMNS = ("species", "Île / Island", "Bill Length (mm)", "bill.depth-mm", "Flipper %",
-                "Body Mass (g)", "Sex", "2nd year")
+                "Body Mass (g)", "Sex", "2nd year", "Seen On", "Field Notes")
+BIRD_WORDS = ("calm", "nesting", "shy", "loud", "feeding", "pair", "alone", "wet", "molting")
 
 
 def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     """A newcomer's path: `make dataset` on new data (the penguins' body mass as a regression
     label) exported as Excel's "CSV UTF-8" does (a byte-order mark, CRLF line ends) with the
     headers a spreadsheet has (spaces, punctuation, mixed case, a leading digit, non-ASCII
-    letters) and number gaps written NA, " ", N/A and null, then `make run DATASET=…` with no
-    Python edits, serving, and `make predict` on the same file: every step under the user's
-    own column names, every marker a gap."""
+    letters) and number gaps written NA, " ", N/A and null, an ISO-8601 timestamp column (one
+    value unparseable) and a free-text column, then `make run DATASET=…` with no Python edits,
+    serving, and `make predict` on the same file: every step under the user's own column
+    names, every marker a gap, the timestamp a datetime and the notes text."""
     schemas = tmp_path / "schemas"
     data_dir = tmp_path / "birds"
     data_dir.mkdir()
@@ -422,8 +424,11 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     markers = itertools.cycle(["NA", " ", "N/A", "null"])
     for i, line in enumerate(lines[1:], start=1):
         cells = line.split(",")
-        lines[i] = ",".join(next(markers) if j in (2, 3, 4, 5) and cell == "" else cell
-                            for j, cell in enumerate(cells))
+        day = f"20{7 + i % 3:02d}-{1 + i % 12:02d}-{1 + i % 28:02d}"
+        seen = "not recorded" if i == 7 else f"{day}T{i % 24:02d}:{i % 60:02d}:00Z"
+        notes = " ".join(BIRD_WORDS[(i * k) % len(BIRD_WORDS)] for k in (1, 2, 5)) + f" no {i}"
+        lines[i] = ",".join([*(next(markers) if j in (2, 3, 4, 5) and cell == "" else cell
+                               for j, cell in enumerate(cells)), seen, notes])
     (data_dir / "birds.csv").write_bytes("\ufeff".encode() + "\r\n".join(lines).encode()
                                          + b"\r\n")
     made = subprocess.run(
@@ -437,6 +442,10 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     assert "INFO" not in made.stdout + made.stderr and len(made.stdout.splitlines()) < 30
     assert "label 'Body Mass (g)': 2 of 344 rows have no value" in made.stdout
     assert re.search(r"Île / Island +vocabulary +3 distinct strings", made.stdout), made.stdout
+    assert re.search(r"Seen On +datetime +dates: 99% or more of \d+ distinct values parse as "
+                     r"ISO-8601", made.stdout), made.stdout
+    assert re.search(r"Field Notes +text +free text: 5.0 words on average", made.stdout), \
+        made.stdout
     folder = schemas / "bird-mass"
     spec_text = (folder / "spec.toml").read_text()
     assert 'task = "regression"' in spec_text and 'missing = "drop"' in spec_text

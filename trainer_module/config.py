@@ -42,18 +42,24 @@ class DataConfig:
       files, without reading them all).
     cache_memory_fraction: the share of host RAM that 'auto' lets the caches of both splits
       take.
+    validation_fraction: the share of the training split held out (by a hash of each
+      example, so the same rows every epoch and every run) to score each epoch for early
+      stopping. The Evaluator's eval split is never seen by the Trainer, so its blessing stays
+      unbiased. 0: no validation slice, and no early stopping.
     """
 
     per_replica_batch_size: int = 256
     global_batch_size: int = 0
     cache: str = "auto"
     cache_memory_fraction: float = 0.25
+    validation_fraction: float = 0.1
 
     def __post_init__(self) -> None:
         _check_int("per_replica_batch_size", self.per_replica_batch_size, minimum=1)
         _check_int("global_batch_size", self.global_batch_size, minimum=0)
         _check_choice("cache", self.cache)
         _check_fraction("cache_memory_fraction", self.cache_memory_fraction, low_open=True)
+        _check_fraction("validation_fraction", self.validation_fraction)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,11 +101,15 @@ class TrainingConfig:
     warmup_fraction: when the scaled rate is above learning_rate, the first this-share of
       train_steps ramps linearly from learning_rate up to the scaled rate, so the first large
       steps do not throw the fresh weights off.
-    checkpoint_epochs: train_steps is split into at most this many Keras epochs, each ending in
-      a validation pass and a preemption checkpoint. They are not passes over the data: one
-      pass is (examples / global batch) steps. Each epoch end costs a validation pass and a
-      checkpoint write, so more of them buy finer curves and less work lost to a preemption
-      with time.
+    epochs: the training budget in passes over the training rows (less the validation
+      slice), used when the run sets no train_steps (a dataset spec's [training] or
+      TRAIN_STEPS). Each epoch ends in a validation pass and a preemption checkpoint.
+    checkpoint_epochs: with a train_steps budget, train_steps is split into at most this many
+      Keras epochs, each ending in a validation pass and a preemption checkpoint. They are not
+      passes over the data: one pass is (examples / global batch) steps.
+    early_stopping_patience: stop after this many epochs in a row without a lower validation
+      loss, and keep the weights of the best epoch (always, also when the budget ends first).
+      0: train the whole budget and keep the last weights.
     warm_start: start from the weights of the latest blessed model (continuous training on new
       data) when its layer shapes match; a mismatch (a vocabulary grew) fails with the layers
       that differ.
@@ -110,7 +120,9 @@ class TrainingConfig:
     reference_batch_size: int = 256
     lr_scaling: str = "linear"
     warmup_fraction: float = 0.1
+    epochs: int = 100
     checkpoint_epochs: int = 5
+    early_stopping_patience: int = 10
     warm_start: bool = False
     seed: int = 42
 
@@ -122,7 +134,9 @@ class TrainingConfig:
         _check_int("reference_batch_size", self.reference_batch_size, minimum=1)
         _check_choice("lr_scaling", self.lr_scaling)
         _check_fraction("warmup_fraction", self.warmup_fraction)
+        _check_int("epochs", self.epochs, minimum=1)
         _check_int("checkpoint_epochs", self.checkpoint_epochs, minimum=1)
+        _check_int("early_stopping_patience", self.early_stopping_patience, minimum=0)
         _check_bool("warm_start", self.warm_start)
         _check_int("seed", self.seed, minimum=0)
 

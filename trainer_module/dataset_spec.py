@@ -19,7 +19,7 @@ CUSTOM_CONFIG_KEY = "dataset_spec"
 RULE_OPS = (">", ">=", "<", "<=")
 MISSING_LABELS = ("stop", "drop")
 SECTIONS = ("label", "features", "evaluation", "training")
-TRAINING_KEYS = ("train_steps", "per_replica_batch_size")
+TRAINING_KEYS = ("train_steps", "epochs", "per_replica_batch_size")
 
 
 class SpecError(ValueError):
@@ -99,7 +99,8 @@ class DatasetSpec:
     regression_loss: 'mse' or 'huber', on the standardized target;
     missing_labels: 'stop' (a row without a label stops the run, with the count) or 'drop'
       (such rows are left out of training and evaluation, and the report counts them);
-    train_steps / per_replica_batch_size: defaults for this dataset's size (settings win).
+    train_steps / epochs / per_replica_batch_size: defaults for this dataset's size (settings
+      win): a budget in train steps, or in passes over the training rows.
     """
 
     name: str
@@ -113,6 +114,7 @@ class DatasetSpec:
     regression_loss: str = "mse"
     missing_labels: str = "stop"
     train_steps: int | None = None
+    epochs: int | None = None
     per_replica_batch_size: int | None = None
 
     # --- derived names -----------------------------------------------------------------------

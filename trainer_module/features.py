@@ -66,6 +66,9 @@ _RANGE = Param(None, lambda v: (isinstance(v, list | tuple) and len(v) == 2
 class Output:
     name: str
     kind: str  # FLOAT (a float32 value) or CATEGORY (an id with `rows` embedding rows)
+    # CATEGORY ids of one group (a text's token positions) share one embedding table, and
+    # the model averages their vectors over the ids that are not 0 (padding).
+    group: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,18 +129,54 @@ def _numeric(log: bool) -> Callable[[Any, str, dict], dict[str, Any]]:
         # A constant column has no spread to scale by: it stays centered (0), as
         # tft.scale_to_z_score leaves it.
         scaled = tf.where(var > 0, centered * tf.math.rsqrt(tf.maximum(var, 1e-30)), centered)
-        return {transformed_name(column): tf.where(present, scaled, tf.zeros_like(scaled)),
-                _missing_name(column): 1.0 - tf.cast(present, tf.float32)}
+        outputs = {transformed_name(column): tf.where(present, scaled, tf.zeros_like(scaled)),
+                   _missing_name(column): 1.0 - tf.cast(present, tf.float32)}
+        bins = params["bins"]
+        if bins:
+            encoded = piecewise_linear(values, tft.quantiles(observed, bins, epsilon=0.01)[0],
+                                       tft.min(observed), tft.max(observed))
+            for i, name in enumerate(_bin_names(column, bins)):
+                outputs[name] = tf.where(present, encoded[:, i], tf.zeros_like(scaled))
+        return outputs
 
     return transform
+
+
+# Quantile bins of a number's piecewise-linear encoding (Gorishniy et al., 2022, "On
+# Embeddings for Numerical Features in Tabular Deep Learning"): beside its z-score, a number
+# becomes `bins` values, each the share of one quantile bin the value has passed (0 below the
+# bin, 1 above it, linear inside). An MLP reads thresholds off them as trees do, where a single
+# z-score gives its first layer only one slope per feature.
+NUMERIC_BINS = 16
+
+
+def piecewise_linear(values: Any, boundaries: Any, low: Any, high: Any) -> Any:
+    """[batch, len(boundaries) + 1] encoding of `values` [batch] over the bins that the
+    sorted inner `boundaries` cut [low, high] into. A bin of zero width (repeated quantiles of
+    a column with few values) is a step at its edge."""
+    import tensorflow as tf
+
+    edges = tf.concat([tf.reshape(low, [1]), tf.cast(boundaries, tf.float32),
+                       tf.reshape(high, [1])], axis=0)
+    left, right = edges[:-1], edges[1:]
+    width = right - left
+    x = tf.expand_dims(values, 1)
+    inside = tf.clip_by_value((x - left) / tf.where(width > 0, width, tf.ones_like(width)),
+                              0.0, 1.0)
+    return tf.where(width > 0, inside, tf.cast(x >= right, tf.float32))
 
 
 def _missing_name(column: str) -> str:
     return transformed_name(column + "_missing")
 
 
+def _bin_names(column: str, bins: int) -> list[str]:
+    return [transformed_name(f"{column}_bin{i:02d}") for i in range(bins)]
+
+
 def _numeric_outputs(column: str, params: dict) -> tuple[Output, ...]:
-    return (Output(transformed_name(column), FLOAT), Output(_missing_name(column), FLOAT))
+    return (Output(transformed_name(column), FLOAT), Output(_missing_name(column), FLOAT),
+            *(Output(name, FLOAT) for name in _bin_names(column, params["bins"])))
 
 
 def _quantile(x: Any, column: str, params: dict) -> dict[str, Any]:
@@ -195,15 +234,138 @@ def vocabulary_name(column: str) -> str:
     return tf_name(column)
 
 
+# --- dates and timestamps --------------------------------------------------------------------
+
+# A datetime's periodic parts, as (name, period, first value): each becomes a sine and a
+# cosine, so December sits beside January and 23:00 beside midnight.
+_PERIODIC = (("month", 12.0, 1.0), ("weekday", 7.0, 0.0), ("day", 31.0, 1.0),
+             ("hour", 24.0, 0.0))
+_SECONDS_PER_DAY = 86400.0
+
+
+def _datetime_names(column: str) -> list[str]:
+    names = [transformed_name(f"{column}_year"), transformed_name(f"{column}_elapsed")]
+    for part, _, _ in _PERIODIC:
+        names += [transformed_name(f"{column}_{part}_{wave}") for wave in ("sin", "cos")]
+    return names
+
+
+def _datetime_outputs(column: str, params: dict) -> tuple[Output, ...]:
+    return (*(Output(n, FLOAT) for n in _datetime_names(column)),
+            Output(_missing_name(column), FLOAT))
+
+
+def days_from_civil(year: Any, month: Any, day: Any) -> Any:
+    """Days since 1970-01-01 of a proleptic Gregorian date (float tensors of whole numbers;
+    H. Hinnant's days_from_civil)."""
+    import tensorflow as tf
+
+    year = year - tf.cast(month <= 2, tf.float32)
+    era = tf.math.floor(year / 400.0)
+    year_of_era = year - era * 400.0
+    day_of_year = tf.math.floor((153.0 * (month + tf.where(month > 2, -3.0, 9.0)) + 2.0) / 5.0) \
+        + day - 1.0
+    day_of_era = (year_of_era * 365.0 + tf.math.floor(year_of_era / 4.0)
+                  - tf.math.floor(year_of_era / 100.0) + day_of_year)
+    return era * 146097.0 + day_of_era - 719468.0
+
+
+def _datetime(x: Any, column: str, params: dict) -> dict[str, Any]:
+    import math
+
+    import tensorflow as tf
+    import tensorflow_transform as tft
+
+    from trainer_module import datetimes
+
+    compiled = datetimes.pattern(params["format"])
+    values, present = to_dense(x, "")
+    values = tf.strings.strip(values)
+    matched = present & tf.strings.regex_full_match(values, compiled.regex)
+    # Unmatched cells become a valid date first, so extracting the fields never fails.
+    safe = tf.where(matched, values, tf.fill(tf.shape(values), "1970-01-01"))
+    safe_pattern = datetimes.pattern(datetimes.ISO)
+
+    def field(name: str) -> Any:
+        if name not in compiled.groups:
+            return tf.zeros_like(values, tf.float32)
+        own = tf.strings.regex_replace(values, compiled.regex, f"0\\{compiled.groups[name]}")
+        fallback = tf.strings.regex_replace(safe, safe_pattern.regex,
+                                            f"0\\{safe_pattern.groups[name]}")
+        return tf.strings.to_number(tf.where(matched, own, fallback), tf.float32)
+
+    year, month, day, hour, minute, second = (field(f) for f in "YmdHMS")
+    ok = (matched & (month >= 1) & (month <= 12) & (day >= 1) & (day <= 31) & (hour < 24)
+          & (minute < 60) & (second < 61))
+    days = days_from_civil(year, tf.where(ok, month, 1.0), tf.where(ok, day, 1.0))
+    local = days + (hour * 3600.0 + minute * 60.0 + second) / _SECONDS_PER_DAY
+    utc = local
+    if "sign" in compiled.groups:
+        sign = tf.strings.regex_replace(values, compiled.regex, f"\\{compiled.groups['sign']}")
+        offset = (field("off_h") * 60.0 + field("off_m")) / (24.0 * 60.0)
+        utc = local - tf.where(tf.equal(sign, "-"), -offset, offset)
+    observed = tf.boolean_mask(utc, ok)
+    start, span = tft.min(observed), tft.max(observed) - tft.min(observed)
+    year_mean, year_var = tft.mean(tf.boolean_mask(year, ok)), tft.var(tf.boolean_mask(year, ok))
+    periodic = {"month": month, "weekday": tf.math.floormod(days + 3.0, 7.0), "day": day,
+                "hour": hour + minute / 60.0}
+    parts = [(year - year_mean) * tf.math.rsqrt(tf.maximum(year_var, 1e-12)),
+             (utc - start) / tf.maximum(span, 1.0)]
+    for name, period, first in _PERIODIC:
+        angle = 2.0 * math.pi * (periodic[name] - first) / period
+        parts += [tf.sin(angle), tf.cos(angle)]
+    zero = tf.zeros_like(year)
+    outputs = {name: tf.where(ok, part, zero)
+               for name, part in zip(_datetime_names(column), parts, strict=True)}
+    outputs[_missing_name(column)] = 1.0 - tf.cast(ok, tf.float32)
+    return outputs
+
+
+def _check_format(value: Any) -> bool:
+    from trainer_module import datetimes
+
+    if not isinstance(value, str):
+        return False
+    try:
+        datetimes.pattern(value)
+    except datetimes.FormatError:
+        return False
+    return True
+
+
+# --- free text -------------------------------------------------------------------------------
+
+def _token_names(column: str, params: dict) -> list[str]:
+    return [transformed_name(f"{column}_token{i:03d}") for i in range(params["max_tokens"])]
+
+
+def _text_outputs(column: str, params: dict) -> tuple[Output, ...]:
+    return tuple(Output(name, CATEGORY, group=column) for name in _token_names(column, params))
+
+
+def _text(x: Any, column: str, params: dict) -> dict[str, Any]:
+    import tensorflow as tf
+
+    values, _ = to_dense(x, "")
+    words = tf.strings.split(tf.strings.regex_replace(tf.strings.lower(values), r"[^\w]+", " "))
+    # Ids 1..buckets; 0 pads a text shorter than max_tokens (and is all of a missing one).
+    ids = tf.strings.to_hash_bucket_fast(words, params["buckets"]) + 1
+    dense = ids.to_tensor(default_value=0, shape=[None, params["max_tokens"]])
+    return {name: dense[:, i] for i, name in enumerate(_token_names(column, params))}
+
+
 def _one(suffix_name: Callable[[str], str]) -> Callable[[str, dict], tuple[Output, ...]]:
     return lambda column, params: (Output(suffix_name(column), CATEGORY),)
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
-    # z-score; gaps → the mean, plus an is-missing indicator.
-    Kind("zscore", NUMERIC_TYPES, {}, _numeric_outputs, _numeric(log=False)),
-    # log(1 + max(x, 0)), then z-score (heavy right tails); gaps as zscore.
-    Kind("log_zscore", NUMERIC_TYPES, {}, _numeric_outputs, _numeric(log=True)),
+    # z-score, plus `bins` piecewise-linear quantile bins (0: none); gaps → the mean (bins: 0),
+    # plus an is-missing indicator.
+    Kind("zscore", NUMERIC_TYPES, {"bins": _whole_default(NUMERIC_BINS, 0)}, _numeric_outputs,
+         _numeric(log=False)),
+    # log(1 + max(x, 0)), then as zscore (heavy right tails).
+    Kind("log_zscore", NUMERIC_TYPES, {"bins": _whole_default(NUMERIC_BINS, 0)},
+         _numeric_outputs, _numeric(log=True)),
     # Quantile bucket id in [0, buckets); missing → id `buckets`.
     Kind("quantile", NUMERIC_TYPES, {"buckets": _whole(2)},
          _one(_bucket_name), _quantile, lambda column, p, _: p["buckets"] + 1),
@@ -220,6 +382,18 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     # `buckets`.
     Kind("hashed", (BYTES, INT), {"buckets": _whole(2)},
          _one(transformed_name), _hashed, lambda column, p, _: p["buckets"] + 1),
+    # A date or timestamp (ISO-8601, or the strftime-style `format`): year, elapsed time since
+    # the training minimum, month, weekday, day and hour as sine and cosine; unparseable or
+    # missing → all 0 and the is-missing indicator.
+    Kind("datetime", (BYTES,), {"format": Param("", _check_format,
+                                                "a format of %Y %m %d %H %M %S fields, or \"\""
+                                                " for ISO-8601")},
+         _datetime_outputs, _datetime),
+    # Lowercased words hashed into `buckets` ids, padded or cut to `max_tokens` positions
+    # (static shapes), averaged through one embedding of `dim` wide; missing → no words.
+    Kind("text", (BYTES,), {"buckets": _whole_default(10_000, 2),
+                            "max_tokens": _whole_default(32, 1), "dim": _whole_default(16, 1)},
+         _text_outputs, _text, lambda column, p, _: p["buckets"] + 1),
     # Not used by the model.
     Kind("ignore", (INT, FLOAT_TYPE, BYTES), {}, lambda column, params: (), None),
 )}

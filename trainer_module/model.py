@@ -53,8 +53,12 @@ def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
     inputs = {}
     parts = []
     numeric = []
+    groups: dict[str, list] = {}
     for out in spec.model_outputs():
-        if out.kind == CATEGORY:
+        if out.kind == CATEGORY and out.group:
+            inputs[out.name] = tf_keras.Input(shape=(), dtype=tf.int32, name=tf_name(out.name))
+            groups.setdefault(out.group, []).append((out, inputs[out.name]))
+        elif out.kind == CATEGORY:
             inputs[out.name] = tf_keras.Input(shape=(), dtype=tf.int32, name=tf_name(out.name))
             parts.append(tf_keras.layers.Embedding(
                 sizes[out.name], settings.embedding_dim, name=f"{tf_name(out.name)}_embedding",
@@ -63,6 +67,10 @@ def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
             inputs[out.name] = tf_keras.Input(shape=(), dtype=tf.float32,
                                               name=tf_name(out.name))
             numeric.append(tf_keras.layers.Reshape((1,))(inputs[out.name]))
+    dims = {f.column: f.params.get("dim", settings.embedding_dim) for f in spec.features}
+    for group, members in groups.items():
+        parts.append(TokenMean(sizes[members[0][0].name], dims[group], regularizer,
+                               name=f"{tf_name(group)}_embedding")([m[1] for m in members]))
     if numeric:
         parts.insert(0, tf_keras.layers.Concatenate(name="numeric")(numeric)
                      if len(numeric) > 1 else numeric[0])
@@ -74,6 +82,33 @@ def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
             x = tf_keras.layers.Dropout(settings.dropout, name=f"dropout_{i}")(x)
     output = spec.task_info.head(spec.num_classes, label_scale)(x)
     return tf_keras.Model(inputs=inputs, outputs=output, name=spec.name or spec.task)
+
+
+class TokenMean(tf_keras.layers.Layer):
+    """One embedding table for a group of id inputs (a text's token positions): the mean of
+    their vectors over the ids that are not 0 (padding); zeros where all are padding."""
+
+    def __init__(self, rows: int, dim: int, regularizer: tf_keras.regularizers.Regularizer | None,
+                 **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.rows, self.dim, self.regularizer = rows, dim, regularizer
+
+    def build(self, input_shape: list) -> None:
+        self.embeddings = self.add_weight(
+            name="embeddings", shape=(self.rows, self.dim),
+            initializer=tf_keras.initializers.RandomUniform(-0.05, 0.05),
+            regularizer=self.regularizer)
+        super().build(input_shape)
+
+    def call(self, ids: list[tf.Tensor]) -> tf.Tensor:
+        stacked = tf.stack(ids, axis=1)
+        vectors = tf.cast(tf.gather(self.embeddings, stacked), self.compute_dtype)
+        mask = tf.cast(tf.not_equal(stacked, 0), self.compute_dtype)[..., tf.newaxis]
+        total = tf.reduce_sum(vectors * mask, axis=1)
+        return total / tf.maximum(tf.reduce_sum(mask, axis=1), tf.cast(1.0, self.compute_dtype))
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "rows": self.rows, "dim": self.dim}
 
 
 def compile_model(model: tf_keras.Model, spec: DatasetSpec, *,

@@ -90,6 +90,9 @@ class TrainingPlan:
     precision: str
     jit_compile: bool
     train_steps: int
+    epochs: int  # Keras epochs: each ends in a validation pass, a checkpoint, an early stop check
+    by_epochs: bool  # the budget is config.training.epochs passes (else train_steps steps)
+    validation_examples: int = 0  # rows of the validation slice; 0: none
 
     @property
     def replicas(self) -> int:
@@ -111,15 +114,32 @@ class TrainingPlan:
         return int(self.train_steps * self.config.training.warmup_fraction)
 
     @property
-    def epochs(self) -> int:
-        """The most Keras epochs (≤ checkpoint_epochs) that divide train_steps exactly."""
-        most = min(self.config.training.checkpoint_epochs, self.train_steps)
-        return max(d for d in range(1, most + 1) if self.train_steps % d == 0)
+    def steps_per_epoch(self) -> int:
+        return self.train_steps // self.epochs
+
+    @property
+    def validation_per_replica_batch(self) -> int:
+        """The validation slice's batch per replica: the training batch, or smaller when the
+        slice holds less than one global batch; 0 when it holds fewer rows than replicas."""
+        return min(self.per_replica_batch, self.validation_examples // self.replicas)
+
+    @property
+    def validation_steps(self) -> int:
+        """Full validation batches in one pass over the slice (0: no validation)."""
+        batch = self.validation_per_replica_batch
+        return self.validation_examples // (batch * self.replicas) if batch else 0
+
+    def describe_budget(self) -> str:
+        if self.by_epochs:
+            return f"{self.epochs} epochs of {self.steps_per_epoch} steps"
+        return f"{self.train_steps} steps (train_steps) in {self.epochs} epochs"
 
     def describe(self) -> str:
         return (
             f"{self.spec.name} ({self.spec.task}) {self.train_steps} steps in {self.epochs} "
-            f"epochs: replicas={self.replicas} per-replica batch={self.per_replica_batch} "
+            f"epochs (a budget in {'epochs' if self.by_epochs else 'train_steps'}), "
+            f"validation slice {self.validation_examples} "
+            f"rows: replicas={self.replicas} per-replica batch={self.per_replica_batch} "
             f"global batch={self.global_batch} steps_per_execution={self.steps_per_execution} "
             f"precision={self.precision} jit_compile={self.jit_compile} learning rate="
             f"{self.peak_learning_rate:.6g} ({self.config.training.lr_scaling} scaling from "
@@ -144,10 +164,13 @@ class TrainingPlan:
                 math.ceil(steps[1] / self.steps_per_execution))
 
     def dataset(self, files: str | list[str], feature_spec: dict, *, training: bool,
-                cache: bool) -> tf.distribute.DistributedDataset:
+                cache: bool, part: str = data.ALL) -> tf.distribute.DistributedDataset:
+        batch = (self.validation_per_replica_batch if part == data.VALIDATION
+                 else self.per_replica_batch)
         return data.distributed_dataset(
-            self.strategy, files, feature_spec, self.per_replica_batch, spec=self.spec,
-            training=training, seed=self.config.training.seed, cache=cache)
+            self.strategy, files, feature_spec, batch, spec=self.spec,
+            training=training, seed=self.config.training.seed, cache=cache, part=part,
+            validation_fraction=self.config.data.validation_fraction)
 
     def cache_decision(self, splits: dict[str, str | list[str]]) -> cache_size.CacheDecision:
         """Which of these splits the data settings keep in memory; logged."""
@@ -155,16 +178,19 @@ class TrainingPlan:
         logging.info("Input cache: %s", decision.describe())
         return decision
 
-    def datasets(self, train_files: str | list[str], eval_files: str | list[str],
-                 feature_spec: dict) -> tuple[tf.distribute.DistributedDataset,
-                                              tf.distribute.DistributedDataset]:
-        """(train, eval) per-replica datasets, each cached in memory when the plan's cache
-        setting lets it."""
-        decision = self.cache_decision({"train": train_files, "eval": eval_files})
-        return (self.dataset(train_files, feature_spec, training=True,
-                             cache=decision.cached["train"]),
-                self.dataset(eval_files, feature_spec, training=False,
-                             cache=decision.cached["eval"]))
+    def datasets(self, train_files: str | list[str], feature_spec: dict
+                 ) -> tuple[tf.distribute.DistributedDataset,
+                            tf.distribute.DistributedDataset | None]:
+        """(fit, validation) per-replica datasets of the training split's two parts, each
+        cached in memory when the plan's cache setting lets it; validation is None when the
+        plan has no validation slice."""
+        decision = self.cache_decision({"train": train_files})
+        fit = self.dataset(train_files, feature_spec, training=True,
+                           cache=decision.cached["train"], part=data.FIT)
+        if not self.validation_steps:
+            return fit, None
+        return fit, self.dataset(train_files, feature_spec, training=False,
+                                 cache=decision.cached["train"], part=data.VALIDATION)
 
     def compiled_model(
         self,
@@ -197,14 +223,18 @@ class TrainingPlan:
         return keras_model
 
 
-def make_plan(config: TrainerConfig, spec: DatasetSpec, train_steps: int, *,
+def make_plan(config: TrainerConfig, spec: DatasetSpec, train_steps: int | None, *,
+              examples: dict[str, int] | None = None,
               dist: tf.distribute.Strategy | None = None, as_tpu: bool = False) -> TrainingPlan:
     """Decides the plan for these settings.
 
     Args:
       config: the trainer settings.
       spec: the dataset spec (task, features).
-      train_steps: the number of train steps the run takes.
+      train_steps: the number of train steps the run takes; None: config.training.epochs
+        passes over the fit part of `examples`.
+      examples: the training split's rows by part (`data.count_examples`); None: no
+        validation slice, and train_steps is required.
       dist: the strategy to use; default: `strategy.get_distribution_strategy(config)`.
       as_tpu: build the step as a TPU runs it (precision, steps per execution, XLA) even when
         `dist` is not a TPUStrategy, for `make tpu-check` on any host.
@@ -213,8 +243,8 @@ def make_plan(config: TrainerConfig, spec: DatasetSpec, train_steps: int, *,
       The plan.
 
     Raises:
-      PlanError: global_batch_size does not divide over the replicas, or profile_steps lies
-        beyond train_steps.
+      PlanError: global_batch_size does not divide over the replicas, the fit rows make no
+        full batch, or profile_steps lies beyond train_steps.
       strategy.TPUUnavailableError: strategy='tpu' and no TPU is reachable.
     """
     dist = dist or strategy.get_distribution_strategy(config)
@@ -224,15 +254,32 @@ def make_plan(config: TrainerConfig, spec: DatasetSpec, train_steps: int, *,
     if precision == "auto":
         precision = "mixed_bfloat16" if tpu else "float32"
     spe = runtime.steps_per_execution or STEPS_PER_EXECUTION
+    per_replica = per_replica_batch_size(config, dist.num_replicas_in_sync)
+    examples = examples or {}
+    by_epochs = train_steps is None
+    if by_epochs:
+        fit_rows = examples.get(data.FIT, 0)
+        steps_per_epoch = fit_rows // (per_replica * dist.num_replicas_in_sync)
+        if not steps_per_epoch:
+            raise PlanError(
+                f"{fit_rows} training rows make no full batch of "
+                f"{per_replica * dist.num_replicas_in_sync}: lower per_replica_batch_size "
+                "(the dataset spec's [training] or PER_REPLICA_BATCH_SIZE) or add data")
+        epochs = config.training.epochs
+        train_steps = epochs * steps_per_epoch
+    else:
+        # The most Keras epochs (≤ checkpoint_epochs) that divide train_steps exactly.
+        most = min(config.training.checkpoint_epochs, train_steps)
+        epochs = max(d for d in range(1, most + 1) if train_steps % d == 0)
     if runtime.profile_steps and runtime.profile_steps[1] > train_steps:
         raise PlanError(f"profile_steps={runtime.profile_steps!r}: the run has only "
                         f"{train_steps} train steps; profile steps within 1..{train_steps}")
     plan = TrainingPlan(
-        config=config, spec=spec, strategy=dist, tpu=tpu,
-        per_replica_batch=per_replica_batch_size(config, dist.num_replicas_in_sync),
+        config=config, spec=spec, strategy=dist, tpu=tpu, per_replica_batch=per_replica,
         steps_per_execution=spe, precision=precision,
         # TPUStrategy compiles every step with XLA; elsewhere XLA is a setting.
-        jit_compile=runtime.jit_compile or as_tpu, train_steps=train_steps)
+        jit_compile=runtime.jit_compile or as_tpu, train_steps=train_steps, epochs=epochs,
+        by_epochs=by_epochs, validation_examples=examples.get(data.VALIDATION, 0))
     if tpu:
         _warn_if_not_tpu_sized(plan)
     return plan

@@ -8,7 +8,16 @@ import tf_keras
 from absl import logging
 from tfx.components.trainer.fn_args_utils import FnArgs
 
-from trainer_module import data, export, host_threads, model, parity, tasks, warm_start
+from trainer_module import (
+    data,
+    early_stopping,
+    export,
+    host_threads,
+    model,
+    parity,
+    tasks,
+    warm_start,
+)
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.executor import RAW_EVAL_FILES_KEY
@@ -49,9 +58,11 @@ class _EpochLog(tf_keras.callbacks.Callback):
         logging.info("Epoch %d/%d finished: %s", epoch + 1, self._epochs, metrics)
 
 
-def _callbacks(plan: TrainingPlan, model_run_dir: str) -> list[tf_keras.callbacks.Callback]:
+def _callbacks(plan: TrainingPlan, model_run_dir: str, best: early_stopping.BestEpoch
+               ) -> list[tf_keras.callbacks.Callback]:
     return [
         _EpochLog(plan.epochs),
+        best,
         tf_keras.callbacks.TensorBoard(
             log_dir=os.path.join(model_run_dir, "logs"), update_freq="epoch",
             profile_batch=plan.profile_executions()),
@@ -79,7 +90,8 @@ def run_fn(fn_args: FnArgs) -> None:
     host_threads.apply(config)
     spec = DatasetSpec.from_custom_config(fn_args.custom_config)
     raw_eval_files = _raw_eval_files(fn_args)
-    plan = make_plan(config, spec, fn_args.train_steps)
+    examples = data.count_examples(fn_args.train_files, config.data.validation_fraction)
+    plan = make_plan(config, spec, fn_args.train_steps, examples=examples)
     if plan.tpu:
         check_tpu_paths(fn_args)
     if config.training.warm_start and not fn_args.base_model:
@@ -87,12 +99,20 @@ def run_fn(fn_args: FnArgs) -> None:
                         "first blessing is still to come): this model trains from scratch")
 
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
-    train_ds, eval_ds = plan.datasets(fn_args.train_files, fn_args.eval_files,
-                                      tf_transform_output.transformed_feature_spec())
+    train_ds, validation_ds = plan.datasets(fn_args.train_files,
+                                            tf_transform_output.transformed_feature_spec())
     label_scale = (data.label_scale(fn_args.train_files, spec)
                    if spec.task == tasks.REGRESSION else model.NO_SCALE)
-    eval_steps = fn_args.eval_steps or data.count_batches(fn_args.eval_files, plan.global_batch)
     logging.info("Training %s", plan.describe())
+    if validation_ds is None:
+        logging.warning(
+            "No validation slice (validation_fraction=%g leaves %d rows for %d replicas): "
+            "every epoch of the budget trains and the last weights are kept",
+            config.data.validation_fraction, plan.validation_examples, plan.replicas)
+    record = early_stopping.TrainingRecord(
+        budget=plan.describe_budget(), epochs_budget=plan.epochs,
+        fit_rows=examples[data.FIT], validation_rows=examples[data.VALIDATION])
+    best = early_stopping.BestEpoch(record, config.training.early_stopping_patience)
 
     keras_model = plan.compiled_model(tf_transform_output, label_scale)
     if config.training.warm_start and fn_args.base_model:
@@ -101,13 +121,15 @@ def run_fn(fn_args: FnArgs) -> None:
     keras_model.fit(
         train_ds,
         epochs=plan.epochs,
-        steps_per_epoch=plan.train_steps // plan.epochs,
-        validation_data=eval_ds,
-        validation_steps=eval_steps,
-        callbacks=_callbacks(plan, fn_args.model_run_dir),
+        steps_per_epoch=plan.steps_per_epoch,
+        validation_data=validation_ds,
+        validation_steps=min(fn_args.eval_steps or plan.validation_steps, plan.validation_steps)
+        if validation_ds is not None else None,
+        callbacks=_callbacks(plan, fn_args.model_run_dir, best),
         verbose=0,
     )
     trained = time.monotonic()
+    record.write(fn_args.model_run_dir)
     level = logging.get_absl_logger().level
     export.export_serving_model(keras_model, config, spec, tf_transform_output,
                                 fn_args.serving_model_dir, label_scale)

@@ -1,0 +1,98 @@
+"""Early stopping on the validation slice, and the record of what the budget bought.
+
+Keras' own EarlyStopping restores the best weights only when it stops the run, so a budget
+that ends during a late dip in validation loss would export the last weights rather than the
+best. `BestEpoch` keeps the best epoch's weights and always ends on them.
+"""
+
+import dataclasses
+import json
+import math
+import os
+
+import numpy as np
+import tf_keras
+from absl import logging
+
+# The file in the Trainer's model_run_dir that records the budget and where training stopped
+# (the run report reads it).
+RECORD_FILE = "training.json"
+MONITOR = "val_loss"
+
+
+@dataclasses.dataclass
+class TrainingRecord:
+    """What one training run did with its budget.
+
+    budget: the budget as configured ("100 epochs of 36 steps", "1000 steps in 5 epochs").
+    epochs_budget: Keras epochs the budget allowed; epochs_run: epochs trained.
+    best_epoch: the epoch whose weights were kept (1-based; 0: the last, without validation).
+    stopped_early: training stopped before the budget ended.
+    best_val_loss: the kept epoch's validation loss (None without validation).
+    fit_rows / validation_rows: the training split's two parts.
+    """
+
+    budget: str
+    epochs_budget: int
+    fit_rows: int
+    validation_rows: int
+    epochs_run: int = 0
+    best_epoch: int = 0
+    stopped_early: bool = False
+    best_val_loss: float | None = None
+
+    def write(self, model_run_dir: str) -> None:
+        import tensorflow as tf
+
+        tf.io.gfile.makedirs(model_run_dir)
+        with tf.io.gfile.GFile(os.path.join(model_run_dir, RECORD_FILE), "w") as f:
+            f.write(json.dumps(dataclasses.asdict(self), indent=2))
+
+
+def read_record(model_run_dir: str) -> TrainingRecord | None:
+    """The record a run wrote in its model_run_dir (None: a run from before records)."""
+    import tensorflow as tf
+
+    path = os.path.join(model_run_dir, RECORD_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as f:
+        return TrainingRecord(**json.loads(f.read()))
+
+
+class BestEpoch(tf_keras.callbacks.Callback):
+    """Tracks the validation loss each epoch; stops after `patience` epochs without a new
+    best (0: never), and ends training on the best epoch's weights."""
+
+    def __init__(self, record: TrainingRecord, patience: int) -> None:
+        super().__init__()
+        self.record = record
+        self.patience = patience
+        self._best_weights: list[np.ndarray] | None = None
+        self._waited = 0
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        self.record.epochs_run = epoch + 1
+        loss = (logs or {}).get(MONITOR)
+        if loss is None or not math.isfinite(float(loss)):
+            return
+        best = self.record.best_val_loss
+        if best is None or float(loss) < best:
+            self.record.best_val_loss, self.record.best_epoch = float(loss), epoch + 1
+            self._best_weights = self.model.get_weights()
+            self._waited = 0
+            return
+        self._waited += 1
+        if self.patience and self._waited >= self.patience:
+            self.record.stopped_early = True
+            self.model.stop_training = True
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        if self._best_weights is not None and self.record.best_epoch != self.record.epochs_run:
+            self.model.set_weights(self._best_weights)
+        logging.info("Training ended after %d of %d epochs%s; kept epoch %s (val_loss %s)",
+                     self.record.epochs_run, self.record.epochs_budget,
+                     " (early stop)" if self.record.stopped_early else "",
+                     self.record.best_epoch or "last",
+                     "n/a" if self.record.best_val_loss is None
+                     else f"{self.record.best_val_loss:.5f}")
