@@ -142,8 +142,10 @@ pickup_community_area = { role = "integer", range = [0, 77] }
 dropoff_community_area = { role = "integer", range = [0, 77] }
 pickup_census_tract = { role = "hashed", buckets = 256 }
 dropoff_census_tract = { role = "hashed", buckets = 256 }
-payment_type = "vocabulary"
-company = { role = "hashed", buckets = 64 }
+# No taxi column holds dates: every value is a gap here, which the datetime role must carry
+# through the TPU step too (tests/test_roles.py parses real dates).
+payment_type = ["vocabulary", { role = "datetime", format = "%Y-%m-%d" }]
+company = [{ role = "hashed", buckets = 64 }, { role = "text", buckets = 512, max_tokens = 8 }]
 tips = { role = "ignore", why = "paid with the fare: it would leak the answer" }
 
 [evaluation]

@@ -476,6 +476,11 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     dropped = re.findall(r"Split (\w+): (\d+) row\(s\) without a value in Body Mass \(g\)",
                          page.text)
     assert sum(int(n) for _, n in dropped) == 2, page.text  # the two unlabelled rows
+    unparsed = re.findall(r"Split \w+: (\d+) value\(s\) of Seen On are no date", page.text)
+    assert sum(int(n) for n in unparsed) == 1, page.text  # "not recorded"
+    # The spec's budget is in epochs: the report says how many ran and which one was kept.
+    assert re.search(r"Budget: \d+ epochs of \d+ steps; trained \d+ of \d+ epochs .*kept "
+                     r"epoch \d+ \(validation loss", page.text), page.text
     assert predict.main(["--data-dir", str(data_dir), "--dataset", str(folder),
                          "--output-dir", str(output)]) == 0
     [scored] = glob.glob(str(output / "predictions" / "*" / "birds.csv"))

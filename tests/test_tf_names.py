@@ -1,6 +1,7 @@
 """Column names TensorFlow cannot take become names it can, one mapping for every place
 (trainer_module/tf_names.py); names it can take stay as they are."""
 
+import keyword
 import re
 
 import pytest
@@ -17,12 +18,13 @@ def test_plain_names_are_kept(name):
 
 
 NAMES = ["Payment Method", "Monthly Charges ($)", "Rate %", "km/h", "x.y", "Größe", "3rd-party",
-         "Payment_Method", "Payment-Method", "_private", "%", "Île / Island_xf"]
+         "Payment_Method", "Payment-Method", "_private", "%", "Île / Island_xf", "class", "if"]
 
 
 def test_every_other_name_becomes_a_scope_name_and_an_identifier_of_its_own():
     mapped = [tf_name(n) for n in NAMES]
     for name, safe in zip(NAMES, mapped, strict=True):
         assert SCOPE.match(safe) and safe.isidentifier() and safe.isascii(), (name, safe)
+        assert not keyword.iskeyword(safe), (name, safe)  # a signature's keyword argument
     assert len(set(mapped)) == len(NAMES)  # no two columns share a name
     assert tf_name("Payment Method") == tf_name("Payment Method")  # stable across processes

@@ -339,12 +339,12 @@ def test_eight_times_the_batch_keeps_quality_with_the_scaled_learning_rate(trans
     for replicas, steps in ((1, 400), (8, 50)):
         args = _fn_args(transformed_data, str(tmp_path / f"r{replicas}"), steps,
                         global_batch_size=32 * replicas, reference_batch_size=32,
-                        lr_scaling="linear", learning_rate=0.0003, seed=7, checkpoint_epochs=1)
+                        lr_scaling="linear", learning_rate=0.001, seed=7, checkpoint_epochs=1)
         proc = _trainer(_write_args(tmp_path / f"r{replicas}.json", args), replicas)
         out, _ = proc.communicate(timeout=600)
         assert proc.returncode == 0, out[-4000:]
-        rate = 0.0003 * replicas
-        assert f"learning rate={rate:g} (linear scaling from 0.0003 at batch 32" in out, out[-3000:]
+        rate = 0.001 * replicas
+        assert f"learning rate={rate:g} (linear scaling from 0.001 at batch 32" in out, out[-3000:]
         aucs[replicas] = _auc(args["serving_model_dir"], transformed_data)
     assert aucs[1] > 0.85 and abs(aucs[8] - aucs[1]) < 0.03, aucs
 

@@ -114,7 +114,8 @@ def test_auto_cache_keeps_a_split_in_memory_only_when_it_fits(transformed_data, 
     assert fits.estimated == {"train": 1000 * per_example, "eval": 500 * per_example}
     only_eval = decide(cache="auto", cache_memory_fraction=0.008)
     assert only_eval.cached == {"train": False, "eval": True}
-    assert "train ~0.1 MB streamed from files" in only_eval.describe()
+    assert f"train ~{1000 * per_example / 1e6:,.1f} MB streamed from files" in \
+        only_eval.describe()
     assert decide(cache="auto", cache_memory_fraction=0.001).cached == {"train": False,
                                                                          "eval": False}
     assert decide(cache="memory", cache_memory_fraction=0.001).cached["train"] is True

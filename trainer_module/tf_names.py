@@ -5,11 +5,13 @@ Keras layer and scope names must match `[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*`, and a 
 signature's inputs are named after their TensorSpecs and called as keyword arguments. A column
 name that is already a plain identifier stays as it is (the shipped datasets' models are
 unchanged); any other has every other character replaced and a short hash of the original
-appended, so that two column names never map to one. Everything a person reads (the spec, the
+appended, so that two column names never map to one (Python keywords too: signature inputs
+are keyword arguments). Everything a person reads (the spec, the
 report, the serving contract, predictions) keeps the column's own name.
 """
 
 import hashlib
+import keyword
 import re
 
 _PLAIN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -18,7 +20,8 @@ _OTHER = re.compile(r"[^A-Za-z0-9_]+")
 
 def tf_name(name: str) -> str:
     """The TensorFlow-safe form of a column (or column-derived) name."""
-    if _PLAIN.match(name):
+    # A Python keyword (`class`) cannot name a keyword argument of a signature.
+    if _PLAIN.match(name) and not keyword.iskeyword(name):
         return name
     base = _OTHER.sub("_", name).strip("_") or "column"
     if not base[0].isalpha():

@@ -17,6 +17,7 @@ import html
 import math
 import os
 import sys
+from typing import Any
 
 from pipeline import names
 from pipeline.env_settings import from_env
@@ -79,6 +80,9 @@ class ReportData:
     pushed_signatures: list[Signature]
     served_versions: list[str]
     card: ModelCard | None = None  # None: nothing pushed in this run
+    training: Any = None  # the Trainer's early_stopping.TrainingRecord (None: not recorded)
+    # split → datetime column → present values that did not parse (counted as missing)
+    unparseable: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
 
 
 class ReportError(RuntimeError):
@@ -189,11 +193,13 @@ def collect(config: PipelineConfig) -> ReportData:
     from tfx.types import artifact_utils
 
     from pipeline.components import anomaly_gate
+    from trainer_module import early_stopping
 
-    curves = {}
+    curves, training = {}, None
     model_run = summary.output(names.TRAINER, names.MODEL_RUN)
     if model_run is not None:
         curves = training_curves(os.path.join(model_run.uri, "logs"))
+        training = early_stopping.read_record(model_run.uri)
 
     anomalies = None
     unlabelled: dict[str, dict[str, int]] = {}
@@ -211,6 +217,9 @@ def collect(config: PipelineConfig) -> ReportData:
                 statistics.uri, splits(statistics),
                 list(spec.rule.sources if spec.rule else (spec.label,)))
 
+    examples = summary.output(names.CSV_EXAMPLE_GEN, names.EXAMPLES)
+    unparseable = (unparseable_dates(examples.uri, splits(examples), config.dataset_spec())
+                   if examples is not None else {})
     pushed = summary.pushed_destination
     card = model_card(config, summary, pushed, splits) if pushed else None
     served_versions = (sorted(os.listdir(config.serving_model_dir))
@@ -225,7 +234,36 @@ def collect(config: PipelineConfig) -> ReportData:
         pushed_signatures=signatures(pushed) if pushed else [],
         served_versions=served_versions,
         card=card,
+        training=training,
+        unparseable=unparseable,
     )
+
+
+def unparseable_dates(examples_uri: str, split_names: list[str],
+                      spec: Any) -> dict[str, dict[str, int]]:
+    """Per split, per datetime column: the values present that its format does not parse
+    (Transform counts them as missing)."""
+    import tensorflow as tf
+
+    from trainer_module import datetimes
+
+    columns = {f.column: datetimes.pattern(f.params["format"]) for f in spec.features
+               if f.role == "datetime"}
+    if not columns:
+        return {}
+    parsing = {c: tf.io.VarLenFeature(tf.string) for c in columns}
+    counts: dict[str, dict[str, int]] = {}
+    for split in split_names:
+        files = tf.io.gfile.glob(os.path.join(examples_uri, f"Split-{split}", "*"))
+        found = dict.fromkeys(columns, 0)
+        batches = (tf.data.TFRecordDataset(files, compression_type="GZIP").batch(4096)
+                   .map(lambda r: tf.io.parse_example(r, parsing)))
+        for batch in batches.as_numpy_iterator():
+            for column, pattern in columns.items():
+                found[column] += sum(pattern.fields(v.decode("utf-8", "replace")) is None
+                                     for v in batch[column].values)
+        counts[split] = found
+    return counts
 
 
 def model_card(config: PipelineConfig, summary: run_summary.RunSummary, pushed: str,
@@ -431,6 +469,11 @@ def _anomalies_section(data: ReportData) -> str:
         f'<p class="unlabelled">Split {_e(split)}: {count} row(s) without a value in '
         f"{_e(column)}, left out of training and evaluation (missing = \"drop\").</p>"
         for split, counts in data.unlabelled.items() for column, count in counts.items())
+    unlabelled += "".join(
+        f'<p class="unparseable">Split {_e(split)}: {count} value(s) of {_e(column)} are no '
+        f"date its format parses; they count as missing.</p>"
+        for split, counts in data.unparseable.items() for column, count in counts.items()
+        if count)
     if data.anomalies is None:
         return '<p id="anomalies">ExampleValidator did not run in this run.</p>'
     if not data.anomalies:
@@ -438,6 +481,18 @@ def _anomalies_section(data: ReportData) -> str:
                 + unlabelled)
     items = "".join(f"<li>{_e(a)}</li>" for a in data.anomalies)
     return f'<ul id="anomalies" class="bad">{items}</ul>' + unlabelled
+
+
+def _budget(record) -> str:
+    """The training record as one sentence."""
+    if record is None:
+        return ""
+    kept = (f"kept epoch {record.best_epoch} (validation loss {record.best_val_loss:.4f})"
+            if record.best_epoch else "kept the last epoch (no validation slice)")
+    stop = "stopped early" if record.stopped_early else "ran its whole budget"
+    return (f'<p id="budget">Budget: {_e(record.budget)}; trained {record.epochs_run} of '
+            f"{record.epochs_budget} epochs ({stop}), {kept}; {record.fit_rows:,} training "
+            f"rows, {record.validation_rows:,} in the validation slice.</p>")
 
 
 def _training_section(data: ReportData, image: str | None) -> str:
@@ -450,7 +505,7 @@ def _training_section(data: ReportData, image: str | None) -> str:
             last = {t: data.curves[split][t][-1][1] for t in tags if t in data.curves[split]}
             epochs = max(len(points) for points in data.curves[split].values())
             rows.append([split, epochs] + [_num(last.get(t)) for t in tags])
-    return (f'<img src="{image}" alt="training curves">'
+    return (_budget(data.training) + f'<img src="{image}" alt="training curves">'
             + _table("training", ["split", "epochs"] + [f"final {t}" for t in tags], rows))
 
 
