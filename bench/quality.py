@@ -217,10 +217,15 @@ def run_suite(work_dir: str, only: tuple[str, ...] = ()) -> list[dict]:
         schemas = os.path.join(root, "schemas")
         label = messy_header(entry.label) if messy else entry.label
         print(f"[bench] {name}: make dataset → {schemas}", flush=True)
-        subprocess.run([sys.executable, "-m", "pipeline.bootstrap", "--name", name,
-                        "--data-dir", data_dir, "--label", label, "--task", entry.task,
-                        "--schemas-dir", schemas, "--force"], check=True,
-                       env={**os.environ, "OUTPUT_DIR": root})
+        made = subprocess.run([sys.executable, "-m", "pipeline.bootstrap", "--name", name,
+                               "--data-dir", data_dir, "--label", label, "--task", entry.task,
+                               "--schemas-dir", schemas, "--force"], capture_output=True,
+                              text=True, env={**os.environ, "OUTPUT_DIR": root})
+        print(made.stdout, made.stderr, flush=True)
+        if made.returncode:
+            compared.append({"dataset": name, "source": f"{entry.package}/{entry.item}",
+                             "task": entry.task, "failed": made.stderr.strip().splitlines()[-1]})
+            continue
         folder = os.path.join(schemas, name)
         output = os.path.join(root, "output")
         print(f"[bench] {name}: this project's DAG → {output}", flush=True)
@@ -259,6 +264,11 @@ def markdown(compared: list[dict]) -> str:
              "(Evaluator) | HistGradientBoosting | target | met | epochs (best / run / "
              "budget) |", "|---|---|---:|---|---|---:|---:|---|---|---|"]
     for entry in compared:
+        if "failed" in entry:
+            lines.append(f"| {entry['dataset']} | {entry['source']} | — | {entry['task']} | "
+                         f"{TARGET_METRIC[entry['task']]} | — | — | — | **no**: "
+                         f"{entry['failed'].replace('|', '/')} | — |")
+            continue
         training = entry.get("training")
         epochs = (f"{training['best_epoch'] or 'last'} / {training['epochs_run']} / "
                   f"{training['epochs_budget']}" if training else "—")
@@ -277,16 +287,17 @@ def markdown(compared: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def publish(compared: list[dict], results_dir: str, doc: str | None) -> None:
+def publish(compared: list[dict], results_dir: str, doc: str | None,
+            name: str = "quality") -> None:
     import json
 
     from bench import report
 
     os.makedirs(results_dir, exist_ok=True)
-    with open(os.path.join(results_dir, "quality.json"), "w", encoding="utf-8") as f:
+    with open(os.path.join(results_dir, f"{name}.json"), "w", encoding="utf-8") as f:
         json.dump(compared, f, indent=2)
     table = markdown(compared)
-    with open(os.path.join(results_dir, "quality.md"), "w", encoding="utf-8") as f:
+    with open(os.path.join(results_dir, f"{name}.md"), "w", encoding="utf-8") as f:
         f.write(table + "\n")
     if doc:
         report.replace_block(doc, BLOCK_BEGIN, BLOCK_END, table)
@@ -308,7 +319,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.only:
         compared = run_suite(paths.WORK_DIR, tuple(args.only))
-        publish(compared, os.path.join(args.results_dir, "quality-only"), None)
+        publish(compared, args.results_dir, None, name="quality-only")
         return 0
     compared = run_shipped(paths.WORK_DIR) + run_suite(paths.WORK_DIR)
     publish(compared, args.results_dir, paths.BENCHMARKS_DOC if args.update_docs else None)

@@ -29,7 +29,7 @@ from pipeline.errors import ConfigError
 from pipeline.pipeline_config import DEFAULT_OUTPUT_DIR
 from trainer_module import datetimes, tasks
 from trainer_module.features import NUMERIC_TYPES
-from trainer_module.missing import is_missing
+from trainer_module.missing import NO_EXTRA, folded, is_missing
 
 # A column is id-like when nearly every present value is its own (and there are many), and it
 # names rows rather than measures them: strings, or integers that are a run of consecutive
@@ -86,6 +86,7 @@ class Column:
     text_length: int = 0
     words: int = 0
     markers: dict = dataclasses.field(default_factory=dict)  # marker → cells
+    extra: frozenset = NO_EXTRA  # the spec's own missing markers, folded
 
     @property
     def is_number(self) -> bool:
@@ -109,7 +110,7 @@ class Column:
         if value == "":
             self.empty += 1
             return
-        if is_missing(value):
+        if is_missing(value, self.extra):
             self.markers[value] = self.markers.get(value, 0) + 1
             return
         if len(self.distinct) < DISTINCT_CAP:
@@ -127,14 +128,26 @@ class Column:
             self.numbers.append(number)
 
 
-def scan(data_dir: str) -> dict[str, Column]:
+@dataclasses.dataclass(frozen=True)
+class Dialect:
+    """How the CSV files are written: the delimiter, and missing markers of their own."""
+
+    delimiter: str = ","
+    missing_values: tuple[str, ...] = ()
+
+    @property
+    def extra(self) -> frozenset[str]:
+        return folded(self.missing_values)
+
+
+def scan(data_dir: str, dialect: Dialect = Dialect()) -> dict[str, Column]:
     columns: dict[str, Column] = {}
     for path in csv_check.csv_files(data_dir):
         with open(path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.reader(f)
+            reader = csv.reader(f, delimiter=dialect.delimiter)
             header = next(reader, [])
             for name in header:
-                columns.setdefault(name, Column(name))
+                columns.setdefault(name, Column(name, extra=dialect.extra))
             for row in reader:
                 for name, value in zip(header, row, strict=False):
                     columns[name].add(value)
@@ -241,17 +254,18 @@ def _toml(value) -> str:
     return repr(value)
 
 
-def propose(name: str, data_dir: str, label: str, task: str):
+def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = Dialect()):
     """(schema, spec TOML text, the decisions as lines) for the data."""
     import tensorflow_data_validation as tfdv
 
     if task not in tasks.TASKS:
         raise ConfigError(f"TASK={task!r}: expected one of {', '.join(tasks.TASKS)}")
-    columns = scan(data_dir)
+    columns = scan(data_dir, dialect)
     if label not in columns:
         raise ConfigError(f"LABEL={label!r} is not a column of the CSV files in {data_dir}; "
                           f"its columns are {', '.join(columns)}")
-    schema = tfdv.infer_schema(_statistics(data_dir, columns), infer_feature_shape=True)
+    schema = tfdv.infer_schema(_statistics(data_dir, columns, dialect),
+                               infer_feature_shape=True)
     from tensorflow_metadata.proto.v0 import schema_pb2
 
     types = {f.name: schema_pb2.FeatureType.Name(f.type) for f in schema.feature}
@@ -290,7 +304,7 @@ def propose(name: str, data_dir: str, label: str, task: str):
                          "the model must beat it")
         thresholds = f"rmse = {_toml(threshold)}"
     else:
-        counts = _label_counts(data_dir, label)
+        counts = _label_counts(data_dir, label, dialect.delimiter)
         classes = _classes(label_column, task, label_type)
         if task == tasks.BINARY and classes:
             classes, positive_why = _positive_last(classes, counts)
@@ -313,6 +327,12 @@ def propose(name: str, data_dir: str, label: str, task: str):
               f"# About {train_rows} training rows: batches of {batch}, at most {epochs} passes",
               "# over them (training stops earlier when the validation loss stops improving).",
               f"epochs = {epochs}", f"per_replica_batch_size = {batch}", ""]
+    if dialect != Dialect():
+        lines += ["[csv]", "# How the files are written (make dataset read them so).",
+                  f"delimiter = {_toml(dialect.delimiter)}",
+                  f"missing_values = {_toml(list(dialect.missing_values))}", ""]
+        decisions.append(f"  csv: delimiter {dialect.delimiter!r}, missing values "
+                         f"{list(dialect.missing_values)} besides the usual markers")
     _curate(schema, label, missing)
     decisions.insert(0, f"Dataset {name!r}: label {label!r} ({task}), {label_column.rows} rows, "
                         f"{len(columns)} columns")
@@ -335,7 +355,7 @@ def training_budget(train_rows: int) -> tuple[int, int]:
     return batch, epochs
 
 
-def _statistics(data_dir: str, columns: dict[str, Column]):
+def _statistics(data_dir: str, columns: dict[str, Column], dialect: Dialect):
     """TFDV's statistics of the CSV files, as tfdv.generate_statistics_from_csv computes them
     but with the header the checks read (TFDV keeps a byte-order mark in the first name), and
     with the missing markers of number columns as the empty cells CsvExampleGen makes them."""
@@ -346,12 +366,12 @@ def _statistics(data_dir: str, columns: dict[str, Column]):
     gaps = [i for i, c in enumerate(columns.values()) if c.is_number and c.markers]
 
     def blank_markers(line: str) -> str:
-        cells = next(csv.reader([line]))
+        cells = next(csv.reader([line], delimiter=dialect.delimiter))
         for i in gaps:
-            if i < len(cells) and is_missing(cells[i]):
+            if i < len(cells) and is_missing(cells[i], dialect.extra):
                 cells[i] = ""
         out = io.StringIO()
-        csv.writer(out, lineterminator="").writerow(cells)
+        csv.writer(out, lineterminator="", delimiter=dialect.delimiter).writerow(cells)
         return out.getvalue()
 
     output = os.path.join(tempfile.mkdtemp(prefix="make-dataset-"), "stats.tfrecord")
@@ -362,7 +382,8 @@ def _statistics(data_dir: str, columns: dict[str, Column]):
             if gaps:
                 lines = lines | beam.Map(blank_markers)
             _ = (lines
-                 | csv_decoder.DecodeCSV(column_names=list(columns))
+                 | csv_decoder.DecodeCSV(column_names=list(columns),
+                                         delimiter=dialect.delimiter)
                  | tfdv.GenerateStatistics(tfdv.StatsOptions())
                  | tfdv.WriteStatisticsToTFRecord(output))
         return tfdv.load_statistics(output)
@@ -385,11 +406,11 @@ def _positive_last(classes: list[str], counts: dict[str, int]) -> tuple[list[str
                                   "predict the other")
 
 
-def _label_counts(data_dir: str, label: str) -> dict[str, int]:
+def _label_counts(data_dir: str, label: str, delimiter: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     for path in csv_check.csv_files(data_dir):
         with open(path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.reader(f)
+            reader = csv.reader(f, delimiter=delimiter)
             index = next(reader, []).index(label)
             for row in reader:
                 if row[index] != "":
@@ -429,13 +450,20 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--task", required=True, help=", ".join(tasks.TASKS))
     parser.add_argument("--force", action="store_true", help="overwrite an existing spec")
     parser.add_argument("--schemas-dir", default=datasets.SCHEMAS_DIR)
+    parser.add_argument("--missing-values", default="",
+                        help="comma-separated words that mean no value in a number column, "
+                        "besides NA, N/A, NaN, null, None and blanks")
     args = parser.parse_args(argv)
     try:
         folder = os.path.join(args.schemas_dir, datasets.check_name(args.name, "NAME"))
         if os.path.exists(os.path.join(folder, datasets.SPEC_FILE)) and not args.force:
             raise ConfigError(f"{folder} already holds a spec: it may be reviewed work; pass "
                               "FORCE=1 (--force) to overwrite it, or choose another NAME")
-        csv_check.check_data_dir(args.data_dir, [], "(no schema yet)")
+        files = csv_check.csv_files(args.data_dir)
+        dialect = Dialect(csv_check.file_delimiter(files[0]) if files else ",",
+                          tuple(m.strip() for m in args.missing_values.split(",") if m.strip()))
+        csv_check.check_data_dir(args.data_dir, [], "(no schema yet)",
+                                 delimiter=dialect.delimiter, missing=dialect.extra)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -443,7 +471,7 @@ def main(argv: list[str]) -> int:
     with console.session(output_dir, "dataset") as log:
         try:
             schema, spec_text, decisions = propose(args.name, os.path.abspath(args.data_dir),
-                                                   args.label, args.task)
+                                                   args.label, args.task, dialect)
         except ConfigError as e:
             console.error(f"error: {e}")
             return 2

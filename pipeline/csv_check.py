@@ -9,15 +9,16 @@ import csv
 import dataclasses
 import functools
 import glob
+import keyword
 import os
 
 from pipeline.errors import ConfigError
-from trainer_module.missing import is_missing
+from trainer_module.missing import NO_EXTRA, is_missing
 
 BOM = "\ufeff"  # the UTF-8 byte-order mark Excel's "CSV UTF-8" writes first
-# Delimiters other than the comma that exports use; a header that splits on one of these but
-# not on commas is such an export.
-OTHER_DELIMITERS = {";": "semicolon", "\t": "tab", "|": "pipe"}
+# The delimiters exports use, by name; a header that splits on one of these but not on the
+# spec's delimiter is such an export.
+DELIMITER_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,20 +47,38 @@ def csv_files(data_dir: str) -> list[str]:
     return sorted(glob.glob(os.path.join(data_dir, "*.csv")))
 
 
-def header_of(first_line: str) -> list[str]:
+def header_of(first_line: str, delimiter: str = ",") -> list[str]:
     """A file's first line as the column names CsvExampleGen reads: CSV-parsed (quoted names
-    may hold commas), without a leading byte-order mark."""
-    return next(csv.reader([first_line.removeprefix(BOM)]), [])
+    may hold the delimiter), without a leading byte-order mark."""
+    return next(csv.reader([first_line.removeprefix(BOM)], delimiter=delimiter), [])
+
+
+def detect_delimiter(first_line: str) -> str:
+    """The delimiter of a header line: the comma, unless the line holds none and another of
+    DELIMITER_NAMES splits it."""
+    counts = {d: len(header_of(first_line, d)) for d in DELIMITER_NAMES}
+    if counts[","] > 1:
+        return ","
+    best = max(counts, key=lambda d: counts[d])
+    return best if counts[best] > 1 else ","
+
+
+def file_delimiter(path: str) -> str:
+    """`detect_delimiter` of a file's header line."""
+    with open(path, encoding="utf-8-sig", errors="replace") as f:
+        return detect_delimiter(f.readline().rstrip("\r\n"))
 
 
 def check_data_dir(data_dir: str, columns: list[str], schema_path: str,
-                   label: LabelCheck | None = None) -> int:
+                   label: LabelCheck | None = None, delimiter: str = ",",
+                   missing: frozenset[str] = NO_EXTRA) -> int:
     """The data dir holds well-formed UTF-8 CSV files that CsvExampleGen can read as one split.
 
     Every file must have the same header (CsvExampleGen rejects a split whose files differ),
     naming every column of the schema, and every row as many fields as the header; together
     they must hold at least one data row. With `label`, every label cell must hold an allowed
-    value. Returns the number of rows without a label.
+    value. `delimiter` and `missing` (folded extra markers) are the spec's [csv]. Returns the
+    number of rows without a label.
     """
     if not os.path.isdir(data_dir):
         raise ConfigError(f"data_dir={data_dir!r}: no such directory; expected a folder of "
@@ -76,7 +95,7 @@ def check_data_dir(data_dir: str, columns: list[str], schema_path: str,
     first_header: tuple[str, ...] | None = None
     data_rows = missing_labels = 0
     for path in files:
-        scan = _scan(path, label)
+        scan = _scan(path, label, delimiter, missing)
         if scan.header is None:
             raise ConfigError(f"data file {path!r} is empty: expected a header row naming "
                               f"the columns {columns}")
@@ -106,18 +125,20 @@ def check_data_dir(data_dir: str, columns: list[str], schema_path: str,
     return missing_labels
 
 
-def _scan(path: str, label: LabelCheck | None) -> Scan:
+def _scan(path: str, label: LabelCheck | None, delimiter: str, missing: frozenset[str]
+          ) -> Scan:
     """Each runner validates its config and then `create_pipeline` validates it again: a file
     whose size and modification time are unchanged is read once per process."""
     try:
         stat = os.stat(path)
     except OSError as e:
         raise ConfigError(f"data file {path!r} cannot be read as CSV: {e}") from e
-    return _scan_once(path, stat.st_size, stat.st_mtime_ns, label)
+    return _scan_once(path, stat.st_size, stat.st_mtime_ns, label, delimiter, missing)
 
 
 @functools.lru_cache(maxsize=256)
-def _scan_once(path: str, size: int, mtime_ns: int, label: LabelCheck | None) -> Scan:
+def _scan_once(path: str, size: int, mtime_ns: int, label: LabelCheck | None, delimiter: str,
+               markers: frozenset[str]) -> Scan:
 
     def decoded_lines(f):
         for number, raw in enumerate(f, start=1):
@@ -132,11 +153,11 @@ def _scan_once(path: str, size: int, mtime_ns: int, label: LabelCheck | None) ->
 
     try:
         with open(path, "rb") as f:
-            reader = csv.reader(decoded_lines(f))
+            reader = csv.reader(decoded_lines(f), delimiter=delimiter)
             header = next(reader, None)
             if not header:
                 return Scan(None, 0)
-            _check_header(path, header)
+            _check_header(path, header, delimiter)
             index = header.index(label.column) if label and label.column in header else None
             allowed = set(label.allowed) if label and label.allowed is not None else None
             rows = missing = 0
@@ -157,7 +178,7 @@ def _scan_once(path: str, size: int, mtime_ns: int, label: LabelCheck | None) ->
                 if index is None:
                     continue
                 value = row[index]
-                if value == "" or (allowed is None and is_missing(value)):  # a number label
+                if value == "" or (allowed is None and is_missing(value, markers)):  # a number
                     missing += 1
                 elif allowed is not None and _label_text(value, label.integer) not in allowed:
                     raise ConfigError(
@@ -169,19 +190,29 @@ def _scan_once(path: str, size: int, mtime_ns: int, label: LabelCheck | None) ->
     return Scan(tuple(header), rows, missing)
 
 
-def _check_header(path: str, header: list[str]) -> None:
-    """Every column has a name of its own, and the header is comma-separated."""
+def _check_header(path: str, header: list[str], delimiter: str) -> None:
+    """Every column has a name of its own, and the header splits on the spec's delimiter."""
     if len(header) == 1:
-        for delimiter, word in OTHER_DELIMITERS.items():
-            if delimiter in header[0]:
-                raise ConfigError(
-                    f"data file {path!r}, line 1: the header {header[0]!r} holds no comma but "
-                    f"{word}s: the file is {word}-separated, and CsvExampleGen reads commas; "
-                    "export it with commas as the delimiter")
+        found = detect_delimiter(header[0])
+        if found != delimiter:
+            word, expected = DELIMITER_NAMES[found], DELIMITER_NAMES[delimiter]
+            written = "\\t" if found == "\t" else found
+            raise ConfigError(
+                f"data file {path!r}, line 1: the header {header[0]!r} holds no {expected} but "
+                f"{word}s: the file is {word}-separated; set delimiter = \"{written}\" under "
+                "[csv] in the dataset spec (`make dataset` writes it for such files)")
     empty = [i + 1 for i, name in enumerate(header) if not name.strip()]
     if empty:
         raise ConfigError(f"data file {path!r}, line 1: column(s) {empty} of the header have "
                           "no name; give every column a name")
+    reserved = [name for name in header if keyword.iskeyword(name)]
+    if reserved:
+        # TensorFlow 2.16 saves the Transform graph's inputs under the raw column names and
+        # cannot load a SavedModel back whose function takes a Python keyword as a parameter.
+        raise ConfigError(
+            f"data file {path!r}, line 1: column name(s) {reserved} are Python keywords, "
+            "which TensorFlow cannot load back as a model's input names; rename them in the "
+            f"header (e.g. {reserved[0] + '_'!r})")
     repeated = sorted({name for name in header if header.count(name) > 1})
     if repeated:
         raise ConfigError(f"data file {path!r}, line 1: the header names {repeated} more than "

@@ -155,6 +155,7 @@ def _batch_predict(uri: str, spec: DatasetSpec, trainer: Any, evaluator: Any) ->
     rows = CsvExampleGen(
         input_base=uri,
         input_config=csv_input_config(),
+        delimiter=spec.delimiter, missing_values=spec.missing_values,
         output_config=example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
             splits=[example_gen_pb2.SplitConfig.Split(name=names.PREDICT_SPLIT,
                                                       hash_buckets=1)])),
@@ -220,6 +221,7 @@ def create_pipeline(config: PipelineConfig,
         example_gen = CsvExampleGen(
             input_base=config.data_dir,
             input_config=csv_input_config(),
+            delimiter=spec.delimiter, missing_values=spec.missing_values,
         )
     statistics_gen = StatisticsGen(examples=example_gen.outputs[names.EXAMPLES])
     schema_gen = ImportSchemaGen(schema_file=schema_file,

@@ -16,6 +16,7 @@ from pipeline.datasets import DEFAULT_DATASET, REPO_ROOT
 from pipeline.errors import ConfigError
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec, Threshold, label_values_allowed
+from trainer_module.missing import folded
 
 DEFAULT_OUTPUT_DIR = os.path.join(REPO_ROOT, "output")
 LOCK_FILE = os.path.join(REPO_ROOT, "requirements.lock")
@@ -180,7 +181,8 @@ class PipelineConfig:
                                   "gs:// folder of CSV files")
         else:
             csv_check.check_data_dir(self.data_dir, [f.name for f in schema.feature],
-                                     self.schema_path, label_check(spec, schema))
+                                     self.schema_path, label_check(spec, schema),
+                                     spec.delimiter, folded(spec.missing_values))
         return self
 
 

@@ -96,12 +96,13 @@ def predict_folder(model_dir: str, data_dir: str, output_dir: str) -> dict:
             try:
                 # utf-8-sig: a byte-order mark is no part of the first column's name.
                 chunks = pd.read_csv(path, dtype=str, keep_default_na=False,
-                                     encoding="utf-8-sig", chunksize=CHUNK_ROWS)
+                                     encoding="utf-8-sig", chunksize=CHUNK_ROWS,
+                                     sep=predictor.delimiter)
                 for i, chunk in enumerate(chunks):
                     predictions, reasons = batch_predict.score(predictor, chunk)
                     good = chunk.loc[predictions.index].join(predictions)
                     good.to_csv(out_path, mode="w" if i == 0 else "a", header=i == 0,
-                                index=False)
+                                index=False, sep=predictor.delimiter)
                     scored_rows += len(good)
                     for index in reasons.index[reasons != ""]:
                         # Row numbers count the header as row 1, as a spreadsheet does.

@@ -17,7 +17,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 
 from pipeline import datasets
 from trainer_module.dataset_spec import DatasetSpec
-from trainer_module.missing import is_missing
+from trainer_module.missing import folded, is_missing
 
 
 def write_csv(path, rows: list[dict[str, str]]) -> None:
@@ -55,7 +55,7 @@ class DatasetRows:
 
     def read_rows(self, n: int | None = None) -> list[dict[str, str]]:
         with open(self.csv_path, newline="", encoding="utf-8-sig") as f:
-            rows = list(csv.DictReader(f))
+            rows = list(csv.DictReader(f, delimiter=self.spec.delimiter))
         return rows if n is None else rows[:n]
 
     @functools.cached_property
@@ -68,8 +68,10 @@ class DatasetRows:
         types = self._type_of
         drop = self.spec.label_sources if serving else ()
         example = tf.train.Example()
+        markers = folded(self.spec.missing_values)
         for key, raw in row.items():
-            if key in drop or raw == "" or (types[key] != schema_pb2.BYTES and is_missing(raw)):
+            if key in drop or raw == "" or (types[key] != schema_pb2.BYTES
+                                            and is_missing(raw, markers)):
                 continue
             feature = example.features.feature[key]
             if types[key] == schema_pb2.INT:

@@ -9,7 +9,9 @@ import tomllib
 import pytest
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from pipeline import bootstrap, datasets
+from pipeline import bootstrap, csv_check, datasets
+from pipeline.errors import ConfigError
+from trainer_module.missing import folded
 
 
 def _write(path, rows: list[dict]) -> None:
@@ -151,8 +153,7 @@ def _export(tmp_path, header: str, rows: list[str], name: str = "rows.csv") -> s
 @pytest.mark.parametrize("header, rows, message", [
     ("a,b,a,y", ["1,2,3,0"], "line 1: the header names ['a'] more than once"),
     ("a,,b,y", ["1,2,3,0"], "line 1: column(s) [2] of the header have no name"),
-    ("a;b;y", ["1;2;0"], "line 1: the header 'a;b;y' holds no comma but semicolons"),
-    ("a\tb\ty", ["1\t2\t0"], "line 1: the header 'a\\tb\\ty' holds no comma but tabs"),
+    ("a,class,y", ["1,2,0"], "line 1: column name(s) ['class'] are Python keywords"),
     ("a,b,y", ["1,2,0", '3,"two\nlines",1'], "line 3: a quoted value holds a line break"),
 ])
 def test_a_csv_the_pipeline_cannot_read_stops_naming_the_file_and_line(
@@ -163,6 +164,29 @@ def test_a_csv_the_pipeline_cannot_read_stops_naming_the_file_and_line(
     err = capsys.readouterr().err
     assert f"data file '{data}/rows.csv', {message}" in err, err
     assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("delimiter", [";", "\t", "|"])
+def test_another_delimiter_and_missing_words_are_detected_and_written(tmp_path, delimiter):
+    """A semicolon (tab, pipe) export with its own gap word: make dataset reads it as such and
+    writes [csv], and the runner's check then reads the files with it."""
+    rows = [delimiter.join([str(i), "?" if i % 7 == 0 else f"{i * 1.5:.1f}", "yes" if i % 3
+                            else "no"]) for i in range(200)]
+    data = _export(tmp_path, delimiter.join(["n", "amount", "y"]), rows)
+    assert bootstrap.main(["--name", "semi", "--data-dir", data, "--label", "y", "--task",
+                           "binary", "--schemas-dir", str(tmp_path), "--missing-values",
+                           "?, -"]) == 0
+    with open(tmp_path / "semi" / datasets.SPEC_FILE, "rb") as f:
+        written = tomllib.load(f)
+    assert written["csv"] == {"delimiter": delimiter, "missing_values": ["?", "-"]}
+    assert written["features"]["amount"]["role"] in ("zscore", "log_zscore")  # "?" is a gap
+    spec, schema = datasets.load_spec(str(tmp_path / "semi"))
+    assert (spec.delimiter, spec.missing_values) == (delimiter, ("?", "-"))
+    csv_check.check_data_dir(data, [f.name for f in schema.feature], "schema.pbtxt",
+                             delimiter=spec.delimiter, missing=folded(spec.missing_values))
+    # The same files against a spec that says commas: the check names the key to set.
+    with pytest.raises(ConfigError, match="set delimiter = .* under \\[csv\\]"):
+        csv_check.check_data_dir(data, ["n"], "schema.pbtxt")
 
 
 def test_a_gzip_compressed_export_stops_saying_to_decompress_it(tmp_path, capsys):

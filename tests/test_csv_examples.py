@@ -64,7 +64,7 @@ def _shipped_csv() -> str:
 def test_types_and_rows_as_tfx_infers_and_serializes_them(text):
     header, rows = _rows(text)
     infos = _column_infos(csv_decoder.ColumnTypeInferrer(header, skip_blank_lines=True), rows)
-    inferrer = example_gen._ColumnTypeInferrer(header)
+    inferrer = example_gen._ColumnTypeInferrer(header, frozenset())
     inferrer.MEMO_LIMIT = 50  # values beyond it are inferred every time
     assert _column_infos(inferrer, rows) == infos
     if text is EDGE_CSV:
@@ -73,7 +73,7 @@ def test_types_and_rows_as_tfx_infers_and_serializes_them(text):
             csv_decoder.ColumnType.STRING, csv_decoder.ColumnType.UNKNOWN,
             csv_decoder.ColumnType.INT, csv_decoder.ColumnType.STRING,
             csv_decoder.ColumnType.STRING, csv_decoder.ColumnType.STRING]
-    tfx_rows, ours = tfx_csv._ParsedCsvToTfExample(), example_gen._EncodeRows()
+    tfx_rows, ours = tfx_csv._ParsedCsvToTfExample(), example_gen._EncodeRows(frozenset())
     for row in rows:
         # A missing marker in a number column ("nan" here) is a gap, where TFX keeps a NaN.
         [expected] = tfx_rows.process(_markers_blank(row, infos), infos)
@@ -153,11 +153,11 @@ def test_missing_markers_are_gaps_in_number_columns_and_words_in_text():
     header = ["total", "count", "plan"]
     rows = [[b"29.85", b"1", b"None"], [b" ", b"NA", b"basic"], [b"NA", b"n/a", b"NA"],
             [b"nan", b"null", b"pro"], [b"None", b"NULL", b""], [b"108.15", b"3", b"plus"]]
-    infos = _column_infos(example_gen._ColumnTypeInferrer(header), rows)
+    infos = _column_infos(example_gen._ColumnTypeInferrer(header, frozenset()), rows)
     assert [info.type for info in infos] == [csv_decoder.ColumnType.FLOAT,
                                              csv_decoder.ColumnType.INT,
                                              csv_decoder.ColumnType.STRING]
-    tfx_rows, ours = tfx_csv._ParsedCsvToTfExample(), example_gen._EncodeRows()
+    tfx_rows, ours = tfx_csv._ParsedCsvToTfExample(), example_gen._EncodeRows(frozenset())
     examples = []
     for row in rows:
         [serialized] = ours.process(row, infos)

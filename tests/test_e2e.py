@@ -29,7 +29,7 @@ from dataset_rows import PENGUINS, TAXI, DatasetRows, write_csv
 from pipeline import predict
 from pipeline.pipeline_config import REPO_ROOT
 from pipeline.runs import eval_results
-from trainer_module.missing import is_missing
+from trainer_module.missing import folded, is_missing
 
 pytestmark = pytest.mark.e2e
 
@@ -410,32 +410,33 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     """A newcomer's path: `make dataset` on new data (the penguins' body mass as a regression
     label) exported as Excel's "CSV UTF-8" does (a byte-order mark, CRLF line ends) with the
     headers a spreadsheet has (spaces, punctuation, mixed case, a leading digit, non-ASCII
-    letters) and number gaps written NA, " ", N/A and null, an ISO-8601 timestamp column (one
-    value unparseable) and a free-text column, then `make run DATASET=…` with no Python edits,
-    serving, and `make predict` on the same file: every step under the user's own column
-    names, every marker a gap, the timestamp a datetime and the notes text."""
+    letters), semicolons for commas, number gaps written NA, " ", N/A, null and the dataset's
+    own "?", an ISO-8601 timestamp column (one value unparseable) and a free-text column, then
+    `make run DATASET=…` with no Python edits, serving, and `make predict` on the same file:
+    every step under the user's own column names, every marker a gap, the timestamp a
+    datetime and the notes text."""
     schemas = tmp_path / "schemas"
     data_dir = tmp_path / "birds"
     data_dir.mkdir()
     with open(PENGUINS.csv_path, encoding="utf-8") as f:
         lines = f.read().splitlines()
-    lines[0] = ",".join(BIRD_COLUMNS)
-    # The number columns' gaps as exports write them: NA, spaces, N/A, null.
-    markers = itertools.cycle(["NA", " ", "N/A", "null"])
+    lines[0] = ";".join(BIRD_COLUMNS)
+    # The number columns' gaps as exports write them: NA, spaces, N/A, null, and "?".
+    markers = itertools.cycle(["NA", " ", "N/A", "null", "?"])
     for i, line in enumerate(lines[1:], start=1):
         cells = line.split(",")
         day = f"20{7 + i % 3:02d}-{1 + i % 12:02d}-{1 + i % 28:02d}"
         seen = "not recorded" if i == 7 else f"{day}T{i % 24:02d}:{i % 60:02d}:00Z"
         notes = " ".join(BIRD_WORDS[(i * k) % len(BIRD_WORDS)] for k in (1, 2, 5)) + f" no {i}"
-        lines[i] = ",".join([*(next(markers) if j in (2, 3, 4, 5) and cell == "" else cell
+        lines[i] = ";".join([*(next(markers) if j in (2, 3, 4, 5) and cell == "" else cell
                                for j, cell in enumerate(cells)), seen, notes])
     (data_dir / "birds.csv").write_bytes("\ufeff".encode() + "\r\n".join(lines).encode()
                                          + b"\r\n")
     made = subprocess.run(
         [sys.executable, "-m", "pipeline.bootstrap", "--name", "bird-mass", "--data-dir",
          str(data_dir), "--label", "Body Mass (g)", "--task", "regression", "--schemas-dir",
-         str(schemas)], env=_env(tmp_path), capture_output=True, text=True, timeout=600,
-        cwd=REPO_ROOT)
+         str(schemas), "--missing-values", "?"], env=_env(tmp_path), capture_output=True,
+        text=True, timeout=600, cwd=REPO_ROOT)
     assert made.returncode == 0, made.stderr[-3000:]
     # What make dataset decided, on the terminal; TensorFlow's and TFDV's lines in its log.
     assert made.stdout.startswith(f"Log: {tmp_path}/logs/dataset-"), made.stdout[:500]
@@ -449,6 +450,7 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     folder = schemas / "bird-mass"
     spec_text = (folder / "spec.toml").read_text()
     assert 'task = "regression"' in spec_text and 'missing = "drop"' in spec_text
+    assert 'delimiter = ";"' in spec_text and 'missing_values = ["?"]' in spec_text
     again = subprocess.run(made.args, env=_env(tmp_path), capture_output=True, text=True,
                            timeout=600, cwd=REPO_ROOT)
     assert again.returncode == 2 and "already holds a spec" in again.stderr
@@ -466,7 +468,7 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     assert "root_mean_squared_error=" in result.stdout
     assert "Blessed: yes" in result.stdout, result.stdout[-3000:]
     birds = DatasetRows(str(folder), str(data_dir / "birds.csv"))
-    rows = [r for r in birds.read_rows() if not is_missing(r["Body Mass (g)"])]
+    rows = [r for r in birds.read_rows() if not is_missing(r["Body Mass (g)"], folded("?"))]
     [version] = os.listdir(output / "serving_model" / "bird-mass-tpu")
     outputs = _serve_outputs(output / "serving_model" / "bird-mass-tpu" / version, rows, birds)
     assert outputs["predictions"].shape == (len(rows), 1)
@@ -485,7 +487,7 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
                          "--output-dir", str(output)]) == 0
     [scored] = glob.glob(str(output / "predictions" / "*" / "birds.csv"))
     with open(scored, newline="", encoding="utf-8") as f:
-        scored_rows = list(csv.DictReader(f))
+        scored_rows = list(csv.DictReader(f, delimiter=";"))
     assert len(scored_rows) == 344 and list(scored_rows[0]) == [*BIRD_COLUMNS, "predictions"]
     assert all(float(r["predictions"]) > 0 for r in scored_rows)
 

@@ -9,6 +9,7 @@ import dataclasses
 from typing import Any
 
 from trainer_module.feature_signature import FeatureInput, parse_columns, read_contract
+from trainer_module.missing import folded
 
 # Rows per call of the signature: large enough that the per-call overhead vanishes, small
 # enough that a batch's tensors stay in the CPU caches' neighbourhood.
@@ -25,6 +26,16 @@ class Predictor:
     contract: dict[str, Any]
     inputs: tuple[FeatureInput, ...]
     signature: Any
+
+    @property
+    def delimiter(self) -> str:
+        """The field delimiter of the CSV files the model was trained on."""
+        return self.contract.get("csv", {}).get("delimiter", ",")
+
+    @property
+    def missing(self) -> frozenset[str]:
+        """The dataset's own missing markers (`missing.folded`)."""
+        return folded(self.contract.get("csv", {}).get("missing_values", []))
 
     @property
     def output_columns(self) -> tuple[str, ...]:
@@ -65,7 +76,7 @@ def score(predictor: Predictor, frame: Any) -> tuple[Any, Any]:
     if clash:
         raise ValueError(f"the input already has column(s) {clash}, which the predictions "
                          "would overwrite: rename them")
-    columns, reasons = parse_columns(frame, predictor.inputs)
+    columns, reasons = parse_columns(frame, predictor.inputs, predictor.missing)
     good = (reasons == "").to_numpy()
     dtypes = {i.name: tf.dtypes.as_dtype(i.dtype) for i in predictor.inputs}
     keys = {i.name: i.key for i in predictor.inputs}

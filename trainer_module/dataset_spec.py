@@ -18,7 +18,10 @@ from trainer_module.features import KINDS, NUMERIC_TYPES, PACKED_NAMES, Output, 
 CUSTOM_CONFIG_KEY = "dataset_spec"
 RULE_OPS = (">", ">=", "<", "<=")
 MISSING_LABELS = ("stop", "drop")
-SECTIONS = ("label", "features", "evaluation", "training")
+SECTIONS = ("label", "features", "evaluation", "training", "csv")
+CSV_KEYS = ("delimiter", "missing_values")
+# The delimiters a [csv] table may name.
+DELIMITERS = (",", ";", "\t", "|")
 TRAINING_KEYS = ("train_steps", "epochs", "per_replica_batch_size")
 
 
@@ -101,6 +104,8 @@ class DatasetSpec:
       (such rows are left out of training and evaluation, and the report counts them);
     train_steps / epochs / per_replica_batch_size: defaults for this dataset's size (settings
       win): a budget in train steps, or in passes over the training rows.
+    delimiter / missing_values: how the CSV files are written ([csv]): the field delimiter, and
+      the words besides trainer_module/missing.py's that mean "no value" in a number column.
     """
 
     name: str
@@ -116,6 +121,8 @@ class DatasetSpec:
     train_steps: int | None = None
     epochs: int | None = None
     per_replica_batch_size: int | None = None
+    delimiter: str = ","
+    missing_values: tuple[str, ...] = ()
 
     # --- derived names -----------------------------------------------------------------------
 
@@ -208,15 +215,17 @@ class DatasetSpec:
             thresholds[t.metric] = {side: t.bound, **(
                 {} if t.allowed_change is None else {"allowed_change": t.allowed_change})}
         training = {k: getattr(self, k) for k in TRAINING_KEYS if getattr(self, k) is not None}
+        csv = {"delimiter": self.delimiter, "missing_values": list(self.missing_values)}
         return {"name": self.name, "label": label, "features": features,
                 "evaluation": {"slices": list(self.slices), "thresholds": thresholds},
-                **({"training": training} if training else {})}
+                **({"training": training} if training else {}), "csv": csv}
 
     def to_custom_config(self) -> dict[str, Any]:
-        """What Transform and the Trainer need: the label and the features. Thresholds, slices
-        and sizes are the Evaluator's and the runner's, so changing them re-runs neither."""
+        """What Transform and the Trainer need: the label, the features and the CSV dialect
+        (the export's contract carries it to `make predict`). Thresholds, slices and sizes are
+        the Evaluator's and the runner's, so changing them re-runs neither."""
         values = self.to_dict()
-        return {CUSTOM_CONFIG_KEY: {k: values[k] for k in ("name", "label", "features")}}
+        return {CUSTOM_CONFIG_KEY: {k: values[k] for k in ("name", "label", "features", "csv")}}
 
     @classmethod
     def from_custom_config(cls, custom_config: dict[str, Any] | None) -> "DatasetSpec":
@@ -337,9 +346,20 @@ def from_dict(values: Any, source: str, name: str, evaluation: bool = True) -> D
                                   or value < 1):
             raise r.fail(f"training.{key}", value, "a whole number >= 1")
         steps[key] = value
+    dialect = r.table(values.get("csv"), "csv", required=False)
+    r.unknown(dialect, "csv", CSV_KEYS)
+    delimiter = dialect.get("delimiter", ",")
+    if delimiter not in DELIMITERS:
+        raise r.fail("csv.delimiter", delimiter, "one of " + ", ".join(
+            repr(d) for d in DELIMITERS))
+    markers = dialect.get("missing_values", [])
+    if not isinstance(markers, list) or not all(isinstance(m, str) and m.strip()
+                                                for m in markers):
+        raise r.fail("csv.missing_values", markers, 'a list of words, e.g. ["?", "-"]')
     spec = DatasetSpec(name=name, task=task, label=column, features=features,
                        thresholds=thresholds, classes=classes, rule=rule, slices=tuple(slices),
-                       regression_loss=regression_loss, missing_labels=missing, **steps)
+                       regression_loss=regression_loss, missing_labels=missing,
+                       delimiter=delimiter, missing_values=tuple(markers), **steps)
     names = [o.name for o in spec.model_outputs()]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:

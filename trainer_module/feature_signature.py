@@ -20,7 +20,7 @@ signatures run the same Transform graph and model and give the same predictions.
 import dataclasses
 from typing import Any
 
-from trainer_module.missing import is_missing
+from trainer_module.missing import NO_EXTRA, is_missing
 from trainer_module.tf_names import tf_name
 
 SIGNATURE_NAME = "serving_features"
@@ -115,13 +115,15 @@ def to_parsed(values: dict[str, Any], inputs: tuple[FeatureInput, ...]) -> dict[
     return parsed
 
 
-def parse_columns(frame: Any, inputs: tuple[FeatureInput, ...]) -> tuple[dict[str, Any], Any]:
+def parse_columns(frame: Any, inputs: tuple[FeatureInput, ...],
+                  markers: frozenset[str] = NO_EXTRA) -> tuple[dict[str, Any], Any]:
     """The signature's columns for a table of CSV cells, and why each row cannot be scored.
 
     frame: a pandas DataFrame of strings ("" or NaN: an empty cell); columns beyond the inputs
-    are ignored. Returns ({input name: numpy array: int64 for required ints, float64 for other
-    numbers, object for strings}, a Series of reasons,
-    "" for a good row). A bad row's values are placeholders: send only the good rows.
+    are ignored. markers: the dataset's own missing markers (`missing.folded`). Returns
+    ({input name: numpy array: int64 for required ints, float64 for other numbers, object for
+    strings}, a Series of reasons, "" for a good row). A bad row's values are placeholders:
+    send only the good rows.
 
     Raises:
       ValueError: a required feature has no column at all.
@@ -148,7 +150,7 @@ def parse_columns(frame: Any, inputs: tuple[FeatureInput, ...]) -> tuple[dict[st
             cells = pd.Series("", index=frame.index, dtype=object)
         empty = cells == ""
         if feature.kind != "string":  # NA, N/A, NaN, … are gaps in a number column
-            empty = empty | cells.map(is_missing)
+            empty = empty | cells.map(lambda cell: is_missing(cell, markers))
         if feature.required:
             note(empty, f"{feature.name}: empty, but the schema requires a value")
         if feature.kind == "string":
@@ -215,6 +217,8 @@ def write_contract(export_dir: str, inputs: tuple[FeatureInput, ...], spec: Any)
         "outputs": [{"name": name, "meaning": meaning} for name, meaning in
                     task.output_meanings(label, spec.classes).items()],
         "prediction_key": task.prediction_key,
+        # How the training CSV files were written: `make predict` reads its files alike.
+        "csv": {"delimiter": spec.delimiter, "missing_values": list(spec.missing_values)},
     }
     path = f"{export_dir.rstrip('/')}/{CONTRACT_FILE}"
     tf.io.gfile.makedirs(path.rsplit("/", 1)[0])

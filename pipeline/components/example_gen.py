@@ -9,6 +9,7 @@ order of their names), which ExampleGen both hashes for the split and writes: th
 examples in the same splits as TFX's executor.
 """
 
+import json
 import os
 import struct
 from collections.abc import Iterable
@@ -29,7 +30,7 @@ from tfx_bsl.coders import csv_decoder
 
 from pipeline.cache_keys import keyed_spec
 from pipeline.csv_check import header_of
-from trainer_module.missing import is_missing_bytes
+from trainer_module.missing import folded, is_missing_bytes
 
 _UINT64 = 1 << 64
 _FLOAT32 = struct.Struct("<f")
@@ -40,6 +41,10 @@ _FIELD_1 = b"\x0a"  # the first field, length-delimited: Example.features, Featu
 # entries, a map entry's key, and the value lists' `value`
 _FIELD_2 = b"\x12"  # a map entry's value
 _N = frozenset(b"nN")
+# The CSV dialect's parameters: the field delimiter, and the spec's own missing markers (a
+# JSON list) besides trainer_module/missing.py's.
+DELIMITER_KEY = "delimiter"
+MISSING_VALUES_KEY = "missing_values"
 
 
 def _varint(value: int) -> bytes:
@@ -107,7 +112,11 @@ class _Column:
     """Encodes one column's cells as map entries: the bytes around a cell's value depend
     only on the column and the value's length, so they are built once per length."""
 
-    def __init__(self, info: csv_decoder.ColumnInfo):
+    def __init__(self, info: csv_decoder.ColumnInfo, missing: frozenset[str]):
+        self.missing = missing
+        # Markers that float() reads as numbers ("NaN", "inf") are caught before it; the
+        # defaults among them start with n or N.
+        self.first = _N | {m.encode()[0] for m in missing if m}
         self.key = _delimited(_FIELD_1, info.name.encode())
         self.tag = _FEATURE_TAG.get(info.type)
         self.value = {csv_decoder.ColumnType.INT: _int64,
@@ -123,12 +132,12 @@ class _Column:
             return self.empty
         # A missing marker (trainer_module/missing.py) is a gap in a number column: the words
         # start with n or N (float() would read "NaN" as a value), spaces fail the conversion.
-        if self.numeric and cell[0] in _N and is_missing_bytes(cell):
+        if self.numeric and cell[0] in self.first and is_missing_bytes(cell, self.missing):
             return self.empty
         try:
             value = self.value(cell)
         except ValueError:
-            if self.numeric and is_missing_bytes(cell):
+            if self.numeric and is_missing_bytes(cell, self.missing):
                 return self.empty
             raise
         prefix = self._prefixes.get(len(value))
@@ -142,14 +151,15 @@ class _EncodeRows(beam.DoFn):
     """Parsed CSV rows → serialized tf.Example, as TFX's `_ParsedCsvToTfExample` builds them,
     in deterministic serialization (map entries in protobuf's order of their keys)."""
 
-    def __init__(self) -> None:
+    def __init__(self, missing: frozenset[str]) -> None:
+        self._missing = missing
         self._columns: list[tuple[int, _Column]] | None = None
 
     def process(self, cells: list[bytes], column_infos: list[csv_decoder.ColumnInfo]
                 ) -> Iterable[bytes]:
         if self._columns is None:
             index = {info.name: i for i, info in enumerate(column_infos)}
-            self._columns = [(index[name], _Column(column_infos[index[name]]))
+            self._columns = [(index[name], _Column(column_infos[index[name]], self._missing))
                              for name in _serialized_order(list(index))]
         if not cells:  # a blank line, as TFX skips it
             return
@@ -167,8 +177,9 @@ class _ColumnTypeInferrer(csv_decoder.ColumnTypeInferrer):
 
     MEMO_LIMIT = 1 << 16  # distinct values remembered per worker
 
-    def __init__(self, column_names: list[str]):
+    def __init__(self, column_names: list[str], missing: frozenset[str]):
         super().__init__(column_names, skip_blank_lines=True)
+        self._missing = missing
         self._memo: dict[bytes, csv_decoder.ColumnType] = {}
 
     def add_input(self, accumulator: dict, cells: list[bytes]) -> dict:
@@ -183,7 +194,8 @@ class _ColumnTypeInferrer(csv_decoder.ColumnTypeInferrer):
             current = memo.get(cell)
             if current is None:
                 # A missing marker (trainer_module/missing.py) types nothing, as an empty cell.
-                current = (csv_decoder.ColumnType.UNKNOWN if is_missing_bytes(cell)
+                current = (csv_decoder.ColumnType.UNKNOWN
+                           if is_missing_bytes(cell, self._missing)
                            else csv_decoder._InferValueType(cell))
                 if len(memo) < self.MEMO_LIMIT:
                     memo[cell] = current
@@ -192,11 +204,17 @@ class _ColumnTypeInferrer(csv_decoder.ColumnTypeInferrer):
         return accumulator
 
 
-def _column_names(csv_file: str) -> list[str]:
+def _column_names(csv_file: str, delimiter: str) -> list[str]:
     """The header as the checks before the run read it (TFX splits the line on commas, which
     keeps the quotes of a quoted name and a byte-order mark)."""
     with fileio.open(csv_file) as f:
-        return header_of(f.readline())
+        return header_of(f.readline(), delimiter)
+
+
+def dialect(exec_properties: dict[str, Any]) -> tuple[str, frozenset[str]]:
+    """(delimiter, folded extra missing markers) of the step's parameters."""
+    return (exec_properties.get(DELIMITER_KEY) or ",",
+            folded(json.loads(exec_properties.get(MISSING_VALUES_KEY) or "[]")))
 
 
 class _CsvToSerializedExample(beam.PTransform):
@@ -206,25 +224,28 @@ class _CsvToSerializedExample(beam.PTransform):
     def __init__(self, exec_properties: dict[str, Any], split_pattern: str):
         self._csv_pattern = os.path.join(
             exec_properties[standard_component_specs.INPUT_BASE_KEY], split_pattern)
+        self._delimiter, self._missing = dialect(exec_properties)
 
     def expand(self, pipeline: beam.Pipeline) -> beam.PCollection:
         csv_files = fileio.glob(self._csv_pattern)
         if not csv_files:
             raise RuntimeError(f"Split pattern {self._csv_pattern} does not match any files.")
-        column_names = _column_names(csv_files[0])
+        column_names = _column_names(csv_files[0], self._delimiter)
         for csv_file in csv_files[1:]:
-            if _column_names(csv_file) != column_names:
+            if _column_names(csv_file, self._delimiter) != column_names:
                 raise RuntimeError(
                     f"Files in same split {self._csv_pattern} have different header.")
         parsed = (pipeline
                   | "CreateFilenames" >> beam.Create(csv_files)
                   | "ReadFromText" >> beam.ParDo(tfx_csv._ReadCsvRecordsFromTextFile())
-                  | "ParseCSVLine" >> beam.ParDo(csv_decoder.ParseCSVLine(delimiter=","))
+                  | "ParseCSVLine" >> beam.ParDo(
+                      csv_decoder.ParseCSVLine(delimiter=self._delimiter))
                   | "ExtractParsedCSVLines" >> beam.Keys())
         column_infos = beam.pvalue.AsSingleton(
             parsed | "InferColumnTypes" >> beam.CombineGlobally(
-                _ColumnTypeInferrer(column_names)))
-        return parsed | "ToSerializedExample" >> beam.ParDo(_EncodeRows(), column_infos)
+                _ColumnTypeInferrer(column_names, self._missing)))
+        return parsed | "ToSerializedExample" >> beam.ParDo(_EncodeRows(self._missing),
+                                                            column_infos)
 
 
 @beam.ptransform_fn
@@ -246,7 +267,15 @@ class Executor(tfx_csv.Executor):
         return _csv_to_examples
 
 
-CsvExampleGenSpec = keyed_spec(standard_component_specs.FileBasedExampleGenSpec)
+def _dialect_spec(base: type) -> type:
+    from tfx.types.component_spec import ExecutionParameter
+
+    parameters = {**base.PARAMETERS, DELIMITER_KEY: ExecutionParameter(type=str, optional=True),
+                  MISSING_VALUES_KEY: ExecutionParameter(type=str, optional=True)}
+    return type(base.__name__, (base,), {"PARAMETERS": parameters})
+
+
+CsvExampleGenSpec = keyed_spec(_dialect_spec(standard_component_specs.FileBasedExampleGenSpec))
 
 
 class CsvExampleGen(TfxCsvExampleGen):
@@ -257,9 +286,11 @@ class CsvExampleGen(TfxCsvExampleGen):
     EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(Executor)
 
     def __init__(self, *, input_base: str, input_config: example_gen_pb2.Input,
-                 output_config: example_gen_pb2.Output | None = None) -> None:
+                 output_config: example_gen_pb2.Output | None = None, delimiter: str = ",",
+                 missing_values: tuple[str, ...] = ()) -> None:
         spec = CsvExampleGenSpec(
             input_base=input_base, input_config=input_config,
+            delimiter=delimiter, missing_values=json.dumps(list(missing_values)),
             output_config=output_config or utils.make_default_output_config(input_config),
             custom_config=None, range_config=None,
             output_data_format=example_gen_pb2.FORMAT_TF_EXAMPLE,

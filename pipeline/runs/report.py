@@ -257,11 +257,12 @@ def unparseable_dates(examples_uri: str, split_names: list[str],
         files = tf.io.gfile.glob(os.path.join(examples_uri, f"Split-{split}", "*"))
         found = dict.fromkeys(columns, 0)
         batches = (tf.data.TFRecordDataset(files, compression_type="GZIP").batch(4096)
-                   .map(lambda r: tf.io.parse_example(r, parsing)))
+                   .map(lambda r: {c: v.values for c, v in tf.io.parse_example(r, parsing)
+                                   .items()}))
         for batch in batches.as_numpy_iterator():
             for column, pattern in columns.items():
                 found[column] += sum(pattern.fields(v.decode("utf-8", "replace")) is None
-                                     for v in batch[column].values)
+                                     for v in batch[column])
         counts[split] = found
     return counts
 
