@@ -463,7 +463,7 @@ def main(argv: list[str]) -> int:
         dialect = Dialect(csv_check.file_delimiter(files[0]) if files else ",",
                           tuple(m.strip() for m in args.missing_values.split(",") if m.strip()))
         csv_check.check_data_dir(args.data_dir, [], "(no schema yet)",
-                                 delimiter=dialect.delimiter, missing=dialect.extra)
+                                 delimiter=dialect.delimiter, markers=dialect.extra)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

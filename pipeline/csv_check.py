@@ -71,14 +71,14 @@ def file_delimiter(path: str) -> str:
 
 def check_data_dir(data_dir: str, columns: list[str], schema_path: str,
                    label: LabelCheck | None = None, delimiter: str = ",",
-                   missing: frozenset[str] = NO_EXTRA) -> int:
+                   markers: frozenset[str] = NO_EXTRA) -> int:
     """The data dir holds well-formed UTF-8 CSV files that CsvExampleGen can read as one split.
 
     Every file must have the same header (CsvExampleGen rejects a split whose files differ),
     naming every column of the schema, and every row as many fields as the header; together
     they must hold at least one data row. With `label`, every label cell must hold an allowed
-    value. `delimiter` and `missing` (folded extra markers) are the spec's [csv]. Returns the
-    number of rows without a label.
+    value. `delimiter` and `markers` (folded extra missing markers) are the spec's [csv].
+    Returns the number of rows without a label.
     """
     if not os.path.isdir(data_dir):
         raise ConfigError(f"data_dir={data_dir!r}: no such directory; expected a folder of "
@@ -95,7 +95,7 @@ def check_data_dir(data_dir: str, columns: list[str], schema_path: str,
     first_header: tuple[str, ...] | None = None
     data_rows = missing_labels = 0
     for path in files:
-        scan = _scan(path, label, delimiter, missing)
+        scan = _scan(path, label, delimiter, markers)
         if scan.header is None:
             raise ConfigError(f"data file {path!r} is empty: expected a header row naming "
                               f"the columns {columns}")
@@ -125,7 +125,7 @@ def check_data_dir(data_dir: str, columns: list[str], schema_path: str,
     return missing_labels
 
 
-def _scan(path: str, label: LabelCheck | None, delimiter: str, missing: frozenset[str]
+def _scan(path: str, label: LabelCheck | None, delimiter: str, markers: frozenset[str]
           ) -> Scan:
     """Each runner validates its config and then `create_pipeline` validates it again: a file
     whose size and modification time are unchanged is read once per process."""
@@ -133,7 +133,7 @@ def _scan(path: str, label: LabelCheck | None, delimiter: str, missing: frozense
         stat = os.stat(path)
     except OSError as e:
         raise ConfigError(f"data file {path!r} cannot be read as CSV: {e}") from e
-    return _scan_once(path, stat.st_size, stat.st_mtime_ns, label, delimiter, missing)
+    return _scan_once(path, stat.st_size, stat.st_mtime_ns, label, delimiter, markers)
 
 
 @functools.lru_cache(maxsize=256)

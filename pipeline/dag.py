@@ -26,10 +26,12 @@ from pipeline.components.pusher import StagedPusher
 from pipeline.components.served_model import served_model
 from pipeline.components.trainer import Trainer
 from pipeline.pipeline_config import REPO_ROOT, ConfigError, PipelineConfig, is_remote
+from trainer_module.config import TUNER_TRIALS_KEY
 from trainer_module.dataset_spec import DatasetSpec, Threshold
 
 PREPROCESSING_FN = "trainer_module.preprocessing.preprocessing_fn"
 RUN_FN = "trainer_module.run.run_fn"
+TUNER_FN = "trainer_module.tuning.tuner_fn"
 
 
 def csv_input_config() -> example_gen_pb2.Input:
@@ -273,8 +275,23 @@ def create_pipeline(config: PipelineConfig,
     if config.trainer.training.warm_start:
         warm_start = (latest_blessed_model() if resolvers else
                       served_model(config.serving_model_dir, names.WARM_START_RESOLVER))
+    tuner = None
+    if config.tune:
+        # TFX's Tuner: KerasTuner's search on the Trainer's own plan; the Trainer starts from
+        # its best values.
+        from tfx.components import Tuner
+
+        tuner = Tuner(
+            tuner_fn=TUNER_FN,
+            examples=transform.outputs[names.TRANSFORMED_EXAMPLES],
+            transform_graph=transform.outputs[names.TRANSFORM_GRAPH],
+            train_args=trainer_pb2.TrainArgs(num_steps=config.train_steps or 0),
+            eval_args=trainer_pb2.EvalArgs(num_steps=config.eval_steps or 0),
+            custom_config={**trainer_config, TUNER_TRIALS_KEY: config.tune_trials},
+        ).with_id(names.TUNER)
     trainer = make_trainer(
         run_fn=RUN_FN,
+        hyperparameters=tuner.outputs[names.BEST_HYPERPARAMETERS] if tuner else None,
         examples=transform.outputs[names.TRANSFORMED_EXAMPLES],
         raw_examples=example_gen.outputs[names.EXAMPLES],
         transform_graph=transform.outputs[names.TRANSFORM_GRAPH],
@@ -303,7 +320,8 @@ def create_pipeline(config: PipelineConfig,
     batch_predict = (_batch_predict(kubeflow.batch_predict_uri, spec, trainer, evaluator)
                      if kubeflow is not None and kubeflow.batch_predict_uri else [])
     components = [example_gen, statistics_gen, schema_gen, example_validator, anomaly_gate,
-                  transform, *([warm_start] if warm_start else []), trainer, model_resolver,
+                  transform, *([warm_start] if warm_start else []), *([tuner] if tuner else []),
+                  trainer, model_resolver,
                   evaluator, pusher, *batch_predict]
     for component in components:
         key_step(component)

@@ -15,7 +15,9 @@ from trainer_module.config import TrainerConfig, TrainerConfigError
 # Variable → PipelineConfig field, by how the value is read.
 _ENV_NAMES = {"DATASET": "dataset", "PIPELINE_NAME": "pipeline_name", "DATA_DIR": "data_dir",
               "OUTPUT_DIR": "output_dir"}
-_ENV_INTS = {"TRAIN_STEPS": "train_steps", "EVAL_STEPS": "eval_steps"}
+_ENV_INTS = {"TRAIN_STEPS": "train_steps", "EVAL_STEPS": "eval_steps",
+             "TUNE_TRIALS": "tune_trials"}
+_ENV_BOOLS = {"TUNE": "tune"}
 _ENV_FLOATS = {
     "MIN_EVAL_ACCURACY": "min_eval_accuracy",
     "MAX_ACCURACY_REGRESSION": "max_accuracy_regression",
@@ -26,8 +28,9 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: object) -> Pipel
     """Config from defaults, the dataset spec's [training], environment variables, then keyword
     overrides.
 
-    Variables: DATASET, PIPELINE_NAME, DATA_DIR, OUTPUT_DIR, TRAIN_STEPS, EVAL_STEPS,
-    MIN_EVAL_ACCURACY, MAX_ACCURACY_REGRESSION, and the trainer settings of TRAINER_VARIABLES.
+    Variables: DATASET, PIPELINE_NAME, DATA_DIR, OUTPUT_DIR, TRAIN_STEPS, EVAL_STEPS, TUNE,
+    TUNE_TRIALS, MIN_EVAL_ACCURACY, MAX_ACCURACY_REGRESSION, and the trainer settings of
+    TRAINER_VARIABLES.
     Empty variables count as unset (so `make run DATA_DIR=` keeps the default).
 
     Raises:
@@ -46,6 +49,9 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: object) -> Pipel
     for var, field in _ENV_FLOATS.items():
         if env.get(var):
             values[field] = _env_float(var, env[var])
+    for var, field in _ENV_BOOLS.items():
+        if env.get(var):
+            values[field] = _env_bool(var, env[var])
     for var, (setting, parse) in TRAINER_VARIABLES.items():
         if env.get(var):
             trainer[setting] = parse(var, env[var])

@@ -83,6 +83,8 @@ class PipelineConfig:
     min_eval_accuracy: float | None = None
     max_accuracy_regression: float | None = None  # allowed drop vs. the last blessed model
     enable_cache: bool = True
+    tune: bool = False  # a Tuner step searches the network and learning rate first
+    tune_trials: int = 10
     beam_pipeline_args: tuple[str, ...] = ()  # empty: local_beam_args(data_dir)
     trainer: TrainerConfig = dataclasses.field(default_factory=TrainerConfig)
 
@@ -158,6 +160,9 @@ class PipelineConfig:
             _positive_int("train_steps", self.train_steps)
         if self.eval_steps is not None:
             _positive_int("eval_steps", self.eval_steps)
+        _positive_int("tune_trials", self.tune_trials)
+        if not isinstance(self.tune, bool):
+            raise ConfigError(f"tune={self.tune!r}: expected true or false")
         for name in ("min_eval_accuracy", "max_accuracy_regression"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)

@@ -183,7 +183,7 @@ def test_another_delimiter_and_missing_words_are_detected_and_written(tmp_path, 
     spec, schema = datasets.load_spec(str(tmp_path / "semi"))
     assert (spec.delimiter, spec.missing_values) == (delimiter, ("?", "-"))
     csv_check.check_data_dir(data, [f.name for f in schema.feature], "schema.pbtxt",
-                             delimiter=spec.delimiter, missing=folded(spec.missing_values))
+                             delimiter=spec.delimiter, markers=folded(spec.missing_values))
     # The same files against a spec that says commas: the check names the key to set.
     with pytest.raises(ConfigError, match="set delimiter = .* under \\[csv\\]"):
         csv_check.check_data_dir(data, ["n"], "schema.pbtxt")

@@ -44,7 +44,7 @@ def table() -> dict[str, Row]:
 
 def test_the_table_lists_every_variable_the_runner_reads(table):
     read = {*env_settings._ENV_NAMES, *env_settings._ENV_INTS, *env_settings._ENV_FLOATS,
-            *env_settings.TRAINER_VARIABLES, console.VERBOSE_ENV}
+            *env_settings._ENV_BOOLS, *env_settings.TRAINER_VARIABLES, console.VERBOSE_ENV}
     assert set(table) == read
 
 
@@ -91,6 +91,8 @@ def test_pipeline_settings_have_the_codes_type_and_default(table):
             value = os.path.relpath(value, REPO_ROOT) + "/"
         assert shown == value, (variable, shown, value)
     assert table[console.VERBOSE_ENV] == Row("true/false", "false")
+    for variable, field in env_settings._ENV_BOOLS.items():
+        assert table[variable] == Row("true/false", str(fields[field].default).lower())
     assert not console.verbose({})
 
 

@@ -7,6 +7,7 @@ pushed SavedModel answering raw tf.Examples.
 import csv
 import glob
 import itertools
+import json
 import math
 import os
 import re
@@ -16,6 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -398,6 +400,34 @@ def test_shipped_penguins_run_end_to_end_as_a_multiclass_task(tmp_path):
     assert re.search(rf"Warm start: \d+ variables from {re.escape(blessed)}/Format-Serving",
                      _everything(result))
     assert "Export parity: max |served - trained|" in _everything(result)
+
+    # TUNE=1: TFX's Tuner searches first (two trials here), and the Trainer trains and exports
+    # the network the best trial had.
+    result = subprocess.run(
+        [sys.executable, RUNNER, "--dataset", "penguins", "--output-dir", str(output)],
+        env=_env(output, TRAIN_STEPS="40", TUNE="1", TUNE_TRIALS="2"), capture_output=True,
+        text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-4000:]
+    states = mlmd_records.latest_run(metadata).states
+    assert states["Tuner"] == "COMPLETE" and states["Trainer"] == "COMPLETE"
+    assert states["Transform"] == "CACHED"
+    [best] = glob.glob(str(output / "pipeline_root" / "Tuner" / "best_hyperparameters" / "*" /
+                           "best_hyperparameters.txt"))
+    with open(best, encoding="utf-8") as f:
+        values = json.load(f)["values"]
+    log = _everything(result)
+    assert (f"Tuned hyperparameters: depth={values['depth']}, dropout={values['dropout']}, "
+            f"learning_rate={values['learning_rate']}, width={values['width']}") in log
+    # The exported network's layers, as Keras recorded them beside the SavedModel.
+    from tf_keras.protobuf import saved_metadata_pb2
+
+    trained = _newest_artifact_uri(metadata, "Model")
+    recorded = saved_metadata_pb2.SavedMetadata.FromString(
+        (Path(trained) / "Format-Serving" / "keras_metadata.pb").read_bytes())
+    layers = [json.loads(node.metadata) for node in recorded.nodes]
+    widths = [layer["config"]["units"] for layer in layers
+              if re.fullmatch(r"hidden_\d+", layer.get("name", ""))]
+    assert widths == [values["width"]] * values["depth"], widths
 
 
 # The penguins' columns as a spreadsheet might name them, plus a timestamp and free text.

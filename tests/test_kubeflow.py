@@ -83,6 +83,22 @@ def test_compiled_spec_holds_every_component_with_its_dependencies(cloud_env, tm
     assert "warm_start_resolver" not in spec.root.dag.tasks  # warm start is off by default
 
 
+@pytest.mark.parametrize("target", ["vertex", "kfp"])
+def test_tune_adds_the_tuner_whose_best_values_feed_the_trainer(cloud_env, tmp_path,
+                                                                monkeypatch, target):
+    monkeypatch.setenv("TUNE", "true")
+    monkeypatch.setenv("TUNE_TRIALS", "3")
+    _, spec = _compile(tmp_path, target)
+    tasks = spec.root.dag.tasks
+    assert tasks["Tuner"].dependent_tasks == ["Transform"]
+    hyperparameters = tasks["Trainer"].inputs.artifacts["hyperparameters"]
+    assert hyperparameters.task_output_artifact.producer_task == "Tuner"
+    assert hyperparameters.task_output_artifact.output_artifact_key == "best_hyperparameters"
+    assert _parameter(spec, "Tuner", "tuner_fn") == "trainer_module.tuning.tuner_fn"
+    assert json.loads(_parameter(spec, "Tuner", "custom_config"))["tuner_trials"] == 3
+    assert _executor(spec, "Tuner")["image"] == CLOUD["PIPELINE_IMAGE"]
+
+
 @pytest.mark.parametrize("tpu,machine,accelerator,count", [
     ("v5e-4", "ct5lp-hightpu-4t", "TPU_V5_LITEPOD", 4),
     ("v3-8", "cloud-tpu", "TPU_V3", 8),

@@ -23,6 +23,8 @@ CHOICES = {"cache": CACHE_MODES, "lr_scaling": LR_SCALINGS, "strategy": STRATEGI
 
 # The key under which the pipeline passes these settings in the Trainer's custom_config.
 CUSTOM_CONFIG_KEY = "trainer_config"
+# The key of the Tuner's trial budget in its custom_config (beside these settings).
+TUNER_TRIALS_KEY = "tuner_trials"
 
 
 class TrainerConfigError(ValueError):

@@ -16,6 +16,7 @@ from trainer_module import (
     model,
     parity,
     tasks,
+    tuning,
     warm_start,
 )
 from trainer_module.config import TrainerConfig
@@ -78,7 +79,7 @@ def run_fn(fn_args: FnArgs) -> None:
     Args:
       fn_args: TFX's FnArgs; custom_config carries the trainer settings, the dataset spec and
         the raw eval files (trainer_module/executor.py); base_model the latest blessed model
-        when warm_start is on.
+        when warm_start is on; hyperparameters the Tuner's best values when TUNE is on.
 
     Raises:
       ValueError: settings that make no plan on this strategy, local paths on a TPU, or no
@@ -86,7 +87,8 @@ def run_fn(fn_args: FnArgs) -> None:
       warm_start.WarmStartError: the blessed model's shapes do not fit the new model.
       parity.ExportParityError: the export does not answer as the trained model does.
     """
-    config = TrainerConfig.from_custom_config(fn_args.custom_config)
+    config = tuning.apply(TrainerConfig.from_custom_config(fn_args.custom_config),
+                          fn_args.hyperparameters)
     host_threads.apply(config)
     spec = DatasetSpec.from_custom_config(fn_args.custom_config)
     raw_eval_files = _raw_eval_files(fn_args)

@@ -105,6 +105,9 @@ _FIELDS: dict[str, _Field] = {
         "DATAFLOW_PUBLIC_IPS", "true or false (false: workers get only internal IPs, which "
         "needs a subnetwork with Private Google Access)"),
     "train_steps": _Field("TRAIN_STEPS", "a whole number > 0"),
+    "tune": _Field("TUNE", "true or false (true: a Tuner step searches the network and "
+                   "learning rate before the Trainer)"),
+    "tune_trials": _Field("TUNE_TRIALS", "a whole number >= 1"),
     "batch_predict_uri": _Field(
         "BATCH_PREDICT_URI", "a gs:// folder of new CSV rows (the schema's columns, the label "
         "not needed): BulkInferrer scores them with each blessed model"),
@@ -127,9 +130,9 @@ _FIELDS: dict[str, _Field] = {
 # Every environment variable a setting is read from.
 ENV_VARS = tuple(f.var for f in _FIELDS.values())
 _POSITIVE_INTS = ("dataflow_max_workers", "dataflow_disk_size_gb", "train_steps",
-                  "endpoint_min_replicas", "endpoint_max_replicas")
+                  "tune_trials", "endpoint_min_replicas", "endpoint_max_replicas")
 _INTS = (*_POSITIVE_INTS, "endpoint_traffic_percentage")  # 0..100, checked with the endpoint
-_BOOLS = ("enable_cache", "warm_start", "dataflow_public_ips")
+_BOOLS = ("enable_cache", "warm_start", "dataflow_public_ips", "tune")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,6 +164,8 @@ class CloudConfig:
     dataflow_subnetwork: str = ""
     dataflow_public_ips: bool = True
     train_steps: int = 1000
+    tune: bool = False
+    tune_trials: int = 10
     batch_predict_uri: str = ""
     endpoint_name: str = ""
     endpoint_machine_type: str = "n1-standard-2"
@@ -360,7 +365,8 @@ class CloudConfig:
             trainer_env, pipeline_name=self.pipeline_name,
             data_dir=self.data_uri if self.data_source == "csv" else "",
             bigquery_query=self.bigquery_source, output_dir=self.output_dir,
-            train_steps=self.train_steps, enable_cache=self.enable_cache,
+            train_steps=self.train_steps, tune=self.tune, tune_trials=self.tune_trials,
+            enable_cache=self.enable_cache,
             beam_pipeline_args=self.beam_pipeline_args())
 
     def vertex_training_args(self) -> dict[str, Any] | None:

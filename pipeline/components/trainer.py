@@ -37,10 +37,12 @@ class Trainer(trainer_component.Trainer):
                  transform_graph: types.BaseChannel, schema: types.BaseChannel,
                  run_fn: str, train_args: trainer_pb2.TrainArgs,
                  eval_args: trainer_pb2.EvalArgs, custom_config: dict[str, Any],
-                 base_model: types.BaseChannel | None = None) -> None:
+                 base_model: types.BaseChannel | None = None,
+                 hyperparameters: types.BaseChannel | None = None) -> None:
         spec = TrainerSpec(
             examples=examples, raw_examples=raw_examples, transform_graph=transform_graph,
-            schema=schema, base_model=base_model, train_args=train_args, eval_args=eval_args,
+            schema=schema, base_model=base_model, hyperparameters=hyperparameters,
+            train_args=train_args, eval_args=eval_args,
             run_fn=run_fn, custom_config=json_utils.dumps(custom_config),
             model=types.Channel(type=standard_artifacts.Model),
             model_run=types.Channel(type=standard_artifacts.ModelRun))

@@ -1,0 +1,106 @@
+"""The Tuner's `tuner_fn` (TFX Tuner, KerasTuner): a search over the network's depth, width,
+dropout and learning rate, each trial trained on the training plan `run_fn` uses.
+
+A trial is one `run_fn` training without the export: the same strategy, batch, learning-rate
+scaling, validation slice and early stopping, so the best trial's values mean the same thing
+when the Trainer receives them (`apply`). The search's objective is the validation slice's
+loss; the Evaluator's eval split stays unseen.
+"""
+
+import copy
+from typing import Any
+
+import keras_tuner
+import tensorflow_transform as tft
+from absl import logging
+from tfx.components.trainer.fn_args_utils import FnArgs
+from tfx.components.tuner.component import TunerFnResult
+
+from trainer_module import data, early_stopping, model, tasks
+from trainer_module.config import TUNER_TRIALS_KEY, TrainerConfig
+from trainer_module.dataset_spec import DatasetSpec
+from trainer_module.plan import make_plan
+
+# Hyperparameter names → how each is searched.
+LEARNING_RATE, DEPTH, WIDTH, DROPOUT = "learning_rate", "depth", "width", "dropout"
+
+
+def _search_space(hp: keras_tuner.HyperParameters) -> dict[str, Any]:
+    return {LEARNING_RATE: hp.Float(LEARNING_RATE, 1e-4, 3e-3, sampling="log"),
+            DEPTH: hp.Int(DEPTH, 1, 3),
+            WIDTH: hp.Choice(WIDTH, [128, 256, 512]),
+            DROPOUT: hp.Float(DROPOUT, 0.0, 0.5, step=0.1)}
+
+
+def _tuned(config: TrainerConfig, values: dict[str, Any]) -> TrainerConfig:
+    return config.replace(learning_rate=float(values[LEARNING_RATE]),
+                          hidden_units=(int(values[WIDTH]),) * int(values[DEPTH]),
+                          dropout=float(values[DROPOUT]))
+
+
+def apply(config: TrainerConfig, hyperparameters: dict[str, Any] | None) -> TrainerConfig:
+    """The config with the Tuner's best values (a KerasTuner HyperParameters config, as the
+    Trainer's fn_args carry it); the config itself without them."""
+    if not hyperparameters:
+        return config
+    values = keras_tuner.HyperParameters.from_config(hyperparameters).values
+    tuned = _tuned(config, values)
+    logging.info("Tuned hyperparameters: %s", ", ".join(f"{k}={v}" for k, v in
+                                                         sorted(values.items())))
+    return tuned
+
+
+class PlanSearch(keras_tuner.RandomSearch):
+    """KerasTuner's random search, each trial fitted here: KerasTuner 1.4 checks for Keras 3
+    models, and the plan builds Keras 2 (tf_keras) ones, which TFX 1.16 exports. A trial's
+    score is its best epoch's validation loss, the epoch `run_fn` would keep."""
+
+    def run_trial(self, trial: keras_tuner.engine.trial.Trial, *args: Any,
+                  **kwargs: Any) -> dict[str, float]:
+        model = self.hypermodel.build(trial.hyperparameters)
+        kwargs["callbacks"] = copy.deepcopy(kwargs.get("callbacks", []))
+        history = model.fit(*args, **kwargs)
+        return {early_stopping.MONITOR: min(history.history[early_stopping.MONITOR])}
+
+
+def tuner_fn(fn_args: FnArgs) -> TunerFnResult:
+    """TFX Tuner entry point: a RandomSearch of `custom_config[TUNER_TRIALS_KEY]` trials.
+
+    Args:
+      fn_args: TFX's FnArgs; custom_config carries the trainer settings, the dataset spec and
+        the trial budget.
+
+    Returns:
+      The tuner and the arguments of its search (the plan's datasets, epochs and steps).
+    """
+    config = TrainerConfig.from_custom_config(fn_args.custom_config)
+    spec = DatasetSpec.from_custom_config(fn_args.custom_config)
+    trials = int((fn_args.custom_config or {}).get(TUNER_TRIALS_KEY) or 1)
+    examples = data.count_examples(fn_args.train_files, config.data.validation_fraction)
+    plan = make_plan(config, spec, fn_args.train_steps, examples=examples)
+    tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
+    train_ds, validation_ds = plan.datasets(fn_args.train_files,
+                                            tf_transform_output.transformed_feature_spec())
+    if validation_ds is None:
+        raise ValueError(
+            f"the Tuner scores trials on the validation slice, and validation_fraction="
+            f"{config.data.validation_fraction:g} leaves {plan.validation_examples} rows: set "
+            "VALIDATION_FRACTION above 0, or turn TUNE off")
+    label_scale = (data.label_scale(fn_args.train_files, spec)
+                   if spec.task == tasks.REGRESSION else model.NO_SCALE)
+
+    def build(hp: keras_tuner.HyperParameters):
+        tuned = make_plan(_tuned(config, _search_space(hp)), spec, fn_args.train_steps,
+                          examples=examples, dist=plan.strategy)
+        return tuned.compiled_model(tf_transform_output, label_scale)
+
+    tuner = PlanSearch(
+        build, objective=early_stopping.MONITOR, max_trials=trials, seed=config.training.seed,
+        directory=fn_args.working_dir, project_name="search", overwrite=True)
+    best = early_stopping.TrainingRecord(plan.describe_budget(), plan.epochs, examples[data.FIT],
+                                         examples[data.VALIDATION])
+    return TunerFnResult(tuner=tuner, fit_kwargs={
+        "x": train_ds, "validation_data": validation_ds, "epochs": plan.epochs,
+        "steps_per_epoch": plan.steps_per_epoch, "validation_steps": plan.validation_steps,
+        "callbacks": [early_stopping.BestEpoch(best, config.training.early_stopping_patience)],
+        "verbose": 0})
