@@ -362,6 +362,7 @@ def _statistics(data_dir: str, columns: dict[str, Column], dialect: Dialect):
     import apache_beam as beam
     import tensorflow_data_validation as tfdv
     from tensorflow_data_validation.coders import csv_decoder
+    from tfx.components.example_gen.csv_example_gen import executor as tfx_csv
 
     gaps = [i for i, c in enumerate(columns.values()) if c.is_number and c.markers]
 
@@ -377,8 +378,10 @@ def _statistics(data_dir: str, columns: dict[str, Column], dialect: Dialect):
     output = os.path.join(tempfile.mkdtemp(prefix="make-dataset-"), "stats.tfrecord")
     try:
         with beam.Pipeline() as p:
-            lines = p | beam.io.ReadFromText(os.path.join(data_dir, "*.csv"),
-                                             skip_header_lines=1)
+            # CsvExampleGen's own reader: one record per row, also where a quoted value holds
+            # a line break.
+            lines = (p | beam.Create(csv_check.csv_files(data_dir))
+                     | beam.ParDo(tfx_csv._ReadCsvRecordsFromTextFile()))
             if gaps:
                 lines = lines | beam.Map(blank_markers)
             _ = (lines

@@ -170,11 +170,6 @@ def _scan_once(path: str, size: int, mtime_ns: int, label: LabelCheck | None, de
                         "unquoted comma?"
                     )
                 rows += 1
-                if reader.line_num != rows + 1:  # the record took more than one line
-                    raise ConfigError(
-                        f"data file {path!r}, line {rows + 1}: a quoted value holds a "
-                        "line break, and CsvExampleGen reads a CSV file line by line; replace "
-                        "the line breaks inside values (e.g. with spaces) and export again")
                 if index is None:
                     continue
                 value = row[index]

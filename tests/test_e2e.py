@@ -441,7 +441,8 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     label) exported as Excel's "CSV UTF-8" does (a byte-order mark, CRLF line ends) with the
     headers a spreadsheet has (spaces, punctuation, mixed case, a leading digit, non-ASCII
     letters), semicolons for commas, number gaps written NA, " ", N/A, null and the dataset's
-    own "?", an ISO-8601 timestamp column (one value unparseable) and a free-text column, then
+    own "?", an ISO-8601 timestamp column (one value unparseable) and a free-text column (some
+    values quoted, holding the delimiter and a line break), then
     `make run DATASET=…` with no Python edits, serving, and `make predict` on the same file:
     every step under the user's own column names, every marker a gap, the timestamp a
     datetime and the notes text."""
@@ -458,6 +459,8 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
         day = f"20{7 + i % 3:02d}-{1 + i % 12:02d}-{1 + i % 28:02d}"
         seen = "not recorded" if i == 7 else f"{day}T{i % 24:02d}:{i % 60:02d}:00Z"
         notes = " ".join(BIRD_WORDS[(i * k) % len(BIRD_WORDS)] for k in (1, 2, 5)) + f" no {i}"
+        if i % 50 == 1:  # free text with the delimiter and a line break, quoted
+            notes = f'"calm; shy\nwet no {i}"'
         lines[i] = ";".join([*(next(markers) if j in (2, 3, 4, 5) and cell == "" else cell
                                for j, cell in enumerate(cells)), seen, notes])
     (data_dir / "birds.csv").write_bytes("\ufeff".encode() + "\r\n".join(lines).encode()
