@@ -14,6 +14,7 @@ categories, the label made by the spec's rule. Its accuracy and AUC (classificat
 import dataclasses
 import glob
 import os
+import re
 import subprocess
 import sys
 
@@ -265,9 +266,11 @@ def markdown(compared: list[dict]) -> str:
              "budget) |", "|---|---|---:|---|---|---:|---:|---|---|---|"]
     for entry in compared:
         if "failed" in entry:
+            # The error as make dataset printed it, its paths from the bench's work dir on.
+            failed = re.sub(r"'[^']*/(quality_suite/[^']*)'", r"'\1'", entry["failed"])
             lines.append(f"| {entry['dataset']} | {entry['source']} | — | {entry['task']} | "
                          f"{TARGET_METRIC[entry['task']]} | — | — | — | **no**: "
-                         f"{entry['failed'].replace('|', '/')} | — |")
+                         f"{failed.replace('|', '/')} | — |")
             continue
         training = entry.get("training")
         epochs = (f"{training['best_epoch'] or 'last'} / {training['epochs_run']} / "
