@@ -113,8 +113,7 @@ EVALUATOR_NAMES = {
 TARGET_METRIC = {tasks.BINARY: "auc", tasks.MULTICLASS: "accuracy", tasks.REGRESSION: "rmse"}
 
 
-def compare(metadata_path: str, pipeline_name: str, spec: DatasetSpec,
-            output_dir: str | None = None) -> dict:
+def compare(metadata_path: str, pipeline_name: str, spec: DatasetSpec) -> dict:
     """The baseline beside the Evaluator's metrics of the run's latest evaluation, and the
     target met or missed (None on a metric without a target)."""
     from trainer_module import early_stopping

@@ -37,7 +37,7 @@ def fn_args(output_dir: str, pipeline_name: str, train_steps: int, cache: str,
     return dict(
         train_files=[os.path.join(transformed, "Split-train", "*")],
         eval_files=[os.path.join(transformed, "Split-eval", "*")], train_steps=train_steps,
-        eval_steps=None, transform_output=summary.output(names.TRANSFORM,
+        eval_steps=None, transform_graph_path=summary.output(names.TRANSFORM,
                                                          names.TRANSFORM_GRAPH).uri,
         serving_model_dir=os.path.join(work_dir, "serving"),
         model_run_dir=os.path.join(work_dir, "run"),

@@ -3,7 +3,7 @@
     python -m pipeline.bootstrap --name NAME --data-dir DIR --label COLUMN --task TASK [--force]
 
 TFDV infers the schema (types, fixed shapes, presence) from the data; one pass over the CSV
-files measures each column (distinct values, missing cells, range, text length), and each
+files measures each column (distinct values, missing cells, range, words per value), and each
 column gets a role with the reason written beside it: dates and timestamps become datetime
 features, free text becomes tokens, id-like columns are ignored, wide categories hashed, small
 ones get a vocabulary, numbers a z-score and quantile bins (log first when the tail is long).
@@ -83,7 +83,6 @@ class Column:
     numbers: list = dataclasses.field(default_factory=list)
     integers: bool = True
     numeric: bool = True
-    text_length: int = 0
     words: int = 0
     markers: dict = dataclasses.field(default_factory=dict)  # marker → cells
     extra: frozenset = NO_EXTRA  # the spec's own missing markers, folded
@@ -115,7 +114,6 @@ class Column:
             return
         if len(self.distinct) < DISTINCT_CAP:
             self.distinct.add(value)
-        self.text_length += len(value)
         self.words += len(value.split())
         if self.numeric:
             try:

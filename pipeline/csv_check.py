@@ -13,12 +13,13 @@ import keyword
 import os
 
 from pipeline.errors import ConfigError
+from trainer_module.dataset_spec import DELIMITERS
 from trainer_module.missing import NO_EXTRA, is_missing
 
 BOM = "\ufeff"  # the UTF-8 byte-order mark Excel's "CSV UTF-8" writes first
-# The delimiters exports use, by name; a header that splits on one of these but not on the
+# The delimiters a spec may name, by name; a header that splits on one of these but not on the
 # spec's delimiter is such an export.
-DELIMITER_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
+DELIMITER_NAMES = dict(zip(DELIMITERS, ("comma", "semicolon", "tab", "pipe"), strict=True))
 
 
 @dataclasses.dataclass(frozen=True)

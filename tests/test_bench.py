@@ -120,7 +120,7 @@ def test_trainer_replay_reports_its_peak_memory_and_cache_decision(transformed_d
 
     args = dict(
         train_files=[transformed_data.train_files], eval_files=[transformed_data.eval_files],
-        train_steps=8, eval_steps=None, transform_output=transformed_data.transform_dir,
+        train_steps=8, eval_steps=None, transform_graph_path=transformed_data.transform_dir,
         serving_model_dir=str(tmp_path / "serving"), model_run_dir=str(tmp_path / "run"),
         custom_config={**TrainerConfig.create(per_replica_batch_size=64,
                                               cache="none").to_custom_config(),

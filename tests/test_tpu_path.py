@@ -164,7 +164,7 @@ def test_defaults_are_tpu_sized():
 def _fn_args(data, out, steps: int, **trainer) -> dict:
     return dict(
         train_files=[data.train_files], eval_files=[data.eval_files], train_steps=steps,
-        eval_steps=None, transform_output=data.transform_dir,
+        eval_steps=None, transform_graph_path=data.transform_dir,
         serving_model_dir=os.path.join(out, "serving"), model_run_dir=os.path.join(out, "run"),
         custom_config={**TrainerConfig.create(**trainer).to_custom_config(),
                        **data.spec.to_custom_config(),

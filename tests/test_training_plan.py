@@ -22,7 +22,7 @@ from trainer_module.executor import RAW_EVAL_FILES_KEY
 def _fn_args(data_, out, steps: int, base_model: str | None = None, **settings) -> FnArgs:
     return FnArgs(
         train_files=[data_.train_files], eval_files=[data_.eval_files], train_steps=steps,
-        eval_steps=None, transform_output=data_.transform_dir, base_model=base_model,
+        eval_steps=None, transform_graph_path=data_.transform_dir, base_model=base_model,
         serving_model_dir=os.path.join(out, "serving"), model_run_dir=os.path.join(out, "run"),
         custom_config={**TrainerConfig.create(**settings).to_custom_config(),
                        **data_.spec.to_custom_config(),
@@ -32,8 +32,8 @@ def _fn_args(data_, out, steps: int, base_model: str | None = None, **settings) 
 # --- One plan --------------------------------------------------------------------------------
 
 def test_the_step_is_planned_in_one_place():
-    """run_fn, make tpu-check and the bench take strategy, precision and compile from the plan;
-    only the float32 export sets a policy of its own."""
+    """run_fn, the Tuner, make tpu-check and the bench take strategy, precision and compile
+    from the plan; only the float32 export sets a policy of its own."""
     import ast
 
     calls: dict[str, set[str]] = {}
@@ -49,8 +49,10 @@ def test_the_step_is_planned_in_one_place():
     assert calls["compile_model"] == {"trainer_module/plan.py"}
     assert calls["get_distribution_strategy"] == {"trainer_module/plan.py"}
     assert calls["set_global_policy"] == {"trainer_module/plan.py", "trainer_module/export.py"}
-    assert {"trainer_module/run.py", "trainer_module/tpu_check.py",
+    assert {"trainer_module/plan.py", "trainer_module/tpu_check.py",
             "bench/throughput.py"} <= calls["make_plan"]
+    # run_fn and the Tuner's tuner_fn take plan and data from the same run_inputs.
+    assert calls["run_inputs"] == {"trainer_module/run.py", "trainer_module/tuning.py"}
 
 
 # --- Learning rate --------------------------------------------------------------------------

@@ -64,8 +64,8 @@ PARSE_BLOCK_RECORDS = 4096
 
 def in_part(records: tf.Tensor, part: str, validation_fraction: float) -> tf.Tensor:
     """Which of these serialized examples belong to `part` (bool, the records' shape)."""
-    if part == ALL:
-        return tf.ones_like(records, tf.bool)
+    if part == ALL or not validation_fraction:
+        return tf.fill(tf.shape(records), part != VALIDATION)
     held_out = (tf.strings.to_hash_bucket_fast(records, _PART_BUCKETS)
                 < round(validation_fraction * _PART_BUCKETS))
     return held_out if part == VALIDATION else tf.logical_not(held_out)
@@ -152,7 +152,7 @@ def make_dataset(
         num_parallel_calls=tf.data.AUTOTUNE,
     )
     def parse(records: tf.Tensor) -> tuple:
-        if part != ALL:
+        if part != ALL and validation_fraction:
             records = tf.boolean_mask(records, in_part(records, part, validation_fraction))
         return _split_label(tf.io.parse_example(records, feature_spec), spec)
 

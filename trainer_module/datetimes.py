@@ -76,18 +76,20 @@ def pattern(format_: str) -> Pattern:
     return Pattern("".join(parts), groups)
 
 
-def share_parsed(values: list[str], format_: str) -> float:
-    """The share of these (non-empty) values that parse with the format."""
-    if not values:
-        return 0.0
+def parses(values: list[str], format_: str, minimum: float) -> bool:
+    """At least `minimum` of these (non-empty) values parse with the format; it stops reading
+    at the first value past the misses that allows."""
     compiled = pattern(format_)
-    return sum(compiled.fields(v) is not None for v in values) / len(values)
+    allowed = (1.0 - minimum) * len(values)
+    misses = 0
+    for value in values:
+        misses += compiled.fields(value) is None
+        if misses > allowed:
+            return False
+    return bool(values)
 
 
 def detect(values: list[str], minimum: float) -> str | None:
     """The first format (ISO first, then COMMON_FORMATS) that parses at least `minimum` of the
     values; None when none does."""
-    for format_ in (ISO, *COMMON_FORMATS):
-        if share_parsed(values, format_) >= minimum:
-            return format_
-    return None
+    return next((f for f in (ISO, *COMMON_FORMATS) if parses(values, f, minimum)), None)

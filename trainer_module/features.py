@@ -282,17 +282,14 @@ def _datetime(x: Any, column: str, params: dict) -> dict[str, Any]:
     values, present = to_dense(x, "")
     values = tf.strings.strip(values)
     matched = present & tf.strings.regex_full_match(values, compiled.regex)
-    # Unmatched cells become a valid date first, so extracting the fields never fails.
-    safe = tf.where(matched, values, tf.fill(tf.shape(values), "1970-01-01"))
-    safe_pattern = datetimes.pattern(datetimes.ISO)
 
     def field(name: str) -> Any:
         if name not in compiled.groups:
             return tf.zeros_like(values, tf.float32)
+        # "0" + the group: a number also where the group is empty; an unmatched cell is "0"
+        # (it stays unchanged by the replacement, and to_number would fail on it).
         own = tf.strings.regex_replace(values, compiled.regex, f"0\\{compiled.groups[name]}")
-        fallback = tf.strings.regex_replace(safe, safe_pattern.regex,
-                                            f"0\\{safe_pattern.groups[name]}")
-        return tf.strings.to_number(tf.where(matched, own, fallback), tf.float32)
+        return tf.strings.to_number(tf.where(matched, own, "0"), tf.float32)
 
     year, month, day, hour, minute, second = (field(f) for f in "YmdHMS")
     ok = (matched & (month >= 1) & (month <= 12) & (day >= 1) & (day <= 31) & (hour < 24)

@@ -15,8 +15,9 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras
 from absl import logging
+from tfx.components.trainer.fn_args_utils import FnArgs
 
-from trainer_module import cache_size, data, model, strategy
+from trainer_module import cache_size, data, early_stopping, model, strategy, tasks
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
 
@@ -283,6 +284,45 @@ def make_plan(config: TrainerConfig, spec: DatasetSpec, train_steps: int | None,
     if tpu:
         _warn_if_not_tpu_sized(plan)
     return plan
+
+
+@dataclasses.dataclass(frozen=True)
+class RunInputs:
+    """What `run_fn` and the Tuner's `tuner_fn` both train from, built alike by `run_inputs`:
+    the training split's parts, the plan, Transform's output, the (fit, validation) datasets
+    and a regression label's scale."""
+
+    examples: dict[str, int]
+    plan: TrainingPlan
+    tf_transform_output: tft.TFTransformOutput
+    train: tf.distribute.DistributedDataset
+    validation: tf.distribute.DistributedDataset | None
+    label_scale: tuple[float, float]
+
+    def new_record(self) -> early_stopping.TrainingRecord:
+        """A blank record of this plan's budget and parts, for `early_stopping.BestEpoch`."""
+        return early_stopping.TrainingRecord(
+            budget=self.plan.describe_budget(), epochs_budget=self.plan.epochs,
+            fit_rows=self.examples[data.FIT], validation_rows=self.examples[data.VALIDATION])
+
+
+def run_inputs(config: TrainerConfig, spec: DatasetSpec, fn_args: FnArgs) -> RunInputs:
+    """The plan and the data for a Trainer or Tuner run: one raw pass counts the training
+    split's parts, the plan follows from them, the datasets from the plan.
+
+    Raises:
+      PlanError: as `make_plan`.
+      strategy.TPUUnavailableError: strategy='tpu' and no TPU is reachable.
+    """
+    examples = data.count_examples(fn_args.train_files, config.data.validation_fraction)
+    plan = make_plan(config, spec, fn_args.train_steps, examples=examples)
+    # transform_graph_path: what TFX sets for the Trainer and the Tuner alike.
+    tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
+    train, validation = plan.datasets(fn_args.train_files,
+                                      tf_transform_output.transformed_feature_spec())
+    label_scale = (data.label_scale(fn_args.train_files, spec)
+                   if spec.task == tasks.REGRESSION else model.NO_SCALE)
+    return RunInputs(examples, plan, tf_transform_output, train, validation, label_scale)
 
 
 def _warn_if_not_tpu_sized(plan: TrainingPlan) -> None:

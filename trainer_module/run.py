@@ -3,26 +3,22 @@
 import os
 import time
 
-import tensorflow_transform as tft
 import tf_keras
 from absl import logging
 from tfx.components.trainer.fn_args_utils import FnArgs
 
 from trainer_module import (
-    data,
     early_stopping,
     export,
     host_threads,
-    model,
     parity,
-    tasks,
     tuning,
     warm_start,
 )
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.executor import RAW_EVAL_FILES_KEY
-from trainer_module.plan import TrainingPlan, make_plan
+from trainer_module.plan import TrainingPlan, run_inputs
 
 
 def check_tpu_paths(fn_args: FnArgs) -> None:
@@ -92,28 +88,22 @@ def run_fn(fn_args: FnArgs) -> None:
     host_threads.apply(config)
     spec = DatasetSpec.from_custom_config(fn_args.custom_config)
     raw_eval_files = _raw_eval_files(fn_args)
-    examples = data.count_examples(fn_args.train_files, config.data.validation_fraction)
-    plan = make_plan(config, spec, fn_args.train_steps, examples=examples)
+    inputs = run_inputs(config, spec, fn_args)
+    plan, tf_transform_output, label_scale = (inputs.plan, inputs.tf_transform_output,
+                                              inputs.label_scale)
     if plan.tpu:
         check_tpu_paths(fn_args)
     if config.training.warm_start and not fn_args.base_model:
         logging.warning("warm_start=true, but there is no blessed model yet (the pipeline's "
                         "first blessing is still to come): this model trains from scratch")
 
-    tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
-    train_ds, validation_ds = plan.datasets(fn_args.train_files,
-                                            tf_transform_output.transformed_feature_spec())
-    label_scale = (data.label_scale(fn_args.train_files, spec)
-                   if spec.task == tasks.REGRESSION else model.NO_SCALE)
     logging.info("Training %s", plan.describe())
-    if validation_ds is None:
+    if inputs.validation is None:
         logging.warning(
             "No validation slice (validation_fraction=%g leaves %d rows for %d replicas): "
             "every epoch of the budget trains and the last weights are kept",
             config.data.validation_fraction, plan.validation_examples, plan.replicas)
-    record = early_stopping.TrainingRecord(
-        budget=plan.describe_budget(), epochs_budget=plan.epochs,
-        fit_rows=examples[data.FIT], validation_rows=examples[data.VALIDATION])
+    record = inputs.new_record()
     best = early_stopping.BestEpoch(record, config.training.early_stopping_patience)
 
     keras_model = plan.compiled_model(tf_transform_output, label_scale)
@@ -121,12 +111,12 @@ def run_fn(fn_args: FnArgs) -> None:
         warm_start.restore(keras_model, fn_args.base_model)
     started = time.monotonic()
     keras_model.fit(
-        train_ds,
+        inputs.train,
         epochs=plan.epochs,
         steps_per_epoch=plan.steps_per_epoch,
-        validation_data=validation_ds,
+        validation_data=inputs.validation,
         validation_steps=min(fn_args.eval_steps or plan.validation_steps, plan.validation_steps)
-        if validation_ds is not None else None,
+        if inputs.validation is not None else None,
         callbacks=_callbacks(plan, fn_args.model_run_dir, best),
         verbose=0,
     )

@@ -11,15 +11,14 @@ import copy
 from typing import Any
 
 import keras_tuner
-import tensorflow_transform as tft
 from absl import logging
 from tfx.components.trainer.fn_args_utils import FnArgs
 from tfx.components.tuner.component import TunerFnResult
 
-from trainer_module import data, early_stopping, model, tasks
+from trainer_module import early_stopping
 from trainer_module.config import TUNER_TRIALS_KEY, TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
-from trainer_module.plan import make_plan
+from trainer_module.plan import make_plan, run_inputs
 
 # Hyperparameter names → how each is searched.
 LEARNING_RATE, DEPTH, WIDTH, DROPOUT = "learning_rate", "depth", "width", "dropout"
@@ -57,9 +56,9 @@ class PlanSearch(keras_tuner.RandomSearch):
 
     def run_trial(self, trial: keras_tuner.engine.trial.Trial, *args: Any,
                   **kwargs: Any) -> dict[str, float]:
-        model = self.hypermodel.build(trial.hyperparameters)
+        trial_model = self.hypermodel.build(trial.hyperparameters)
         kwargs["callbacks"] = copy.deepcopy(kwargs.get("callbacks", []))
-        history = model.fit(*args, **kwargs)
+        history = trial_model.fit(*args, **kwargs)
         return {early_stopping.MONITOR: min(history.history[early_stopping.MONITOR])}
 
 
@@ -76,31 +75,25 @@ def tuner_fn(fn_args: FnArgs) -> TunerFnResult:
     config = TrainerConfig.from_custom_config(fn_args.custom_config)
     spec = DatasetSpec.from_custom_config(fn_args.custom_config)
     trials = int((fn_args.custom_config or {}).get(TUNER_TRIALS_KEY) or 1)
-    examples = data.count_examples(fn_args.train_files, config.data.validation_fraction)
-    plan = make_plan(config, spec, fn_args.train_steps, examples=examples)
-    tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
-    train_ds, validation_ds = plan.datasets(fn_args.train_files,
-                                            tf_transform_output.transformed_feature_spec())
-    if validation_ds is None:
+    inputs = run_inputs(config, spec, fn_args)
+    plan = inputs.plan
+    if inputs.validation is None:
         raise ValueError(
             f"the Tuner scores trials on the validation slice, and validation_fraction="
             f"{config.data.validation_fraction:g} leaves {plan.validation_examples} rows: set "
             "VALIDATION_FRACTION above 0, or turn TUNE off")
-    label_scale = (data.label_scale(fn_args.train_files, spec)
-                   if spec.task == tasks.REGRESSION else model.NO_SCALE)
 
     def build(hp: keras_tuner.HyperParameters):
         tuned = make_plan(_tuned(config, _search_space(hp)), spec, fn_args.train_steps,
-                          examples=examples, dist=plan.strategy)
-        return tuned.compiled_model(tf_transform_output, label_scale)
+                          examples=inputs.examples, dist=plan.strategy)
+        return tuned.compiled_model(inputs.tf_transform_output, inputs.label_scale)
 
     tuner = PlanSearch(
         build, objective=early_stopping.MONITOR, max_trials=trials, seed=config.training.seed,
         directory=fn_args.working_dir, project_name="search", overwrite=True)
-    best = early_stopping.TrainingRecord(plan.describe_budget(), plan.epochs, examples[data.FIT],
-                                         examples[data.VALIDATION])
+    best = early_stopping.BestEpoch(inputs.new_record(),
+                                    config.training.early_stopping_patience)
     return TunerFnResult(tuner=tuner, fit_kwargs={
-        "x": train_ds, "validation_data": validation_ds, "epochs": plan.epochs,
+        "x": inputs.train, "validation_data": inputs.validation, "epochs": plan.epochs,
         "steps_per_epoch": plan.steps_per_epoch, "validation_steps": plan.validation_steps,
-        "callbacks": [early_stopping.BestEpoch(best, config.training.early_stopping_patience)],
-        "verbose": 0})
+        "callbacks": [best], "verbose": 0})
