@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # The tfx CLI finds its engines with `pip freeze`: the venv (with pip in it) comes first.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: venv run predict dataset report bench bench-quality figures browser test test-e2e tpu-check schema lint lock clean clean-outputs compile preflight submit image image-tpu
+.PHONY: venv image-venv kfp-local run predict dataset report bench bench-quality figures browser test test-e2e tpu-check schema lint lock clean clean-outputs compile preflight submit image image-tpu
 
 $(STAMP): requirements.lock pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,25 @@ $(STAMP): requirements.lock pyproject.toml Makefile
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# The pipeline image's Python packages, on the image's Python (3.10): the TFX 1.16 base image's
+# pins (docker/tfx-image.lock), then docker/requirements-pipeline.txt and the project installed
+# over them with pip, as the Dockerfile does. `make kfp-local` runs every task in it.
+IMAGE_VENV := .venv-image
+IMAGE_STAMP := $(IMAGE_VENV)/.installed
+PYTHON310 ?= $(shell for p in $$HOME/.pyenv/versions/3.10.*/bin/python3.10 python3.10; do \
+	$$p -c "" 2>/dev/null && { command -v $$p; break; }; done)
+$(IMAGE_STAMP): docker/tfx-image.lock docker/requirements-pipeline.txt pyproject.toml Makefile | $(STAMP)
+	@test -n "$(PYTHON310)" || { echo "the pipeline image runs Python 3.10, which is not on this machine: install it (e.g. pyenv install 3.10) or set PYTHON310=<path>" >&2; exit 2; }
+	rm -rf $(IMAGE_VENV)
+	$(PYTHON310) -m venv $(IMAGE_VENV)
+	$(BIN)/uv pip install --python $(IMAGE_VENV)/bin/python -q -r docker/tfx-image.lock
+	$(IMAGE_VENV)/bin/python -m pip install -q -r docker/requirements-pipeline.txt
+	$(IMAGE_VENV)/bin/python -m pip install -q --no-deps .
+	$(IMAGE_VENV)/bin/python -m compileall -q -j 0 $(IMAGE_VENV)/lib > /dev/null
+	touch $(IMAGE_STAMP)
+
+image-venv: $(IMAGE_STAMP)
 
 # The whole DAG for DATASET (default taxi: schemas/<name>/ holds its spec and schema) on
 # data/<name>/ (or DATA_DIR), outputs under output/ (or OUTPUT_DIR).
@@ -104,6 +123,15 @@ CLOUD_ARGS = --target $(TARGET) $(if $(CLOUD_CONFIG),--config "$(CLOUD_CONFIG)")
 compile: venv
 	$(BIN)/python pipeline/cloud/kubeflow_v2_runner.py $(CLOUD_ARGS)
 
+# The KFP spec `make compile TARGET=kfp` writes, executed here by kfp.local, every task in the
+# pipeline image's packages (.venv-image); then the Vertex spec's Trainer CustomJob, on the CPU.
+# Outputs and the bucket's stand-in go to OUTPUT_DIR (default output/kfp-local); SPEC runs
+# another compiled KFP file instead (e.g. an edited copy).
+kfp-local: venv image-venv
+	$(BIN)/python -m pipeline.cloud.kfp_local $(if $(CLOUD_CONFIG),--config "$(CLOUD_CONFIG)") \
+		$(if $(OUTPUT_DIR),--output-dir "$(OUTPUT_DIR)") $(if $(DATA_DIR),--data-dir "$(DATA_DIR)") \
+		$(if $(SPEC),--spec "$(SPEC)")
+
 # Every offline check of a cloud run against its backend's rules, one line each.
 preflight: venv
 	$(BIN)/python -m pipeline.cloud.preflight $(CLOUD_ARGS)
@@ -125,9 +153,12 @@ image-tpu:
 lint: venv
 	$(BIN)/ruff check pipeline trainer_module bench tests
 
-# Re-pin every dependency after editing pyproject.toml.
+# Re-pin every dependency after editing pyproject.toml (and the TFX image's stand-in after
+# editing docker/tfx-image.in: resolved as of the TFX 1.16.0 release, when the image was built).
 lock: venv
 	$(BIN)/uv pip compile --python-version 3.11 --extra bench --extra dev --extra report pyproject.toml -o requirements.lock
+	$(BIN)/uv pip compile --python-version 3.10 --python-platform x86_64-unknown-linux-gnu \
+		--exclude-newer 2024-12-12T00:00:00Z docker/tfx-image.in -o docker/tfx-image.lock
 
 # Only what can be rebuilt: compiled specs, bench work dirs, caches. Never an output dir.
 clean:

@@ -42,8 +42,27 @@ def _executor(spec: pipeline_spec_pb2.PipelineSpec, node: str):
 
 
 def _parameter(spec: pipeline_spec_pb2.PipelineSpec, node: str, name: str) -> str:
-    task = spec.root.dag.tasks[node]
-    return task.inputs.parameters[name].runtime_value.constant_value.string_value
+    value = spec.root.dag.tasks[node].inputs.parameters[name].runtime_value
+    if value.HasField("constant"):  # pipeline spec 2.1 (the KFP target)
+        return value.constant.string_value
+    return value.constant_value.string_value
+
+
+def test_kfp_spec_gives_constants_in_the_only_form_the_kfp_driver_resolves(cloud_env, tmp_path):
+    """Kubeflow Pipelines' driver resolves a constant parameter only from
+    `runtimeValue.constant` and fails any other form as "not implemented"
+    (kubeflow/pipelines backend/src/v2/driver/resolve.go, resolveInputParameter); it hands
+    the executor `parameterValues`, which TFX's entrypoint reads only when it is given the
+    inputs spec (schema 2.1)."""
+    job, spec = _compile(tmp_path, "kfp")
+    assert job["pipelineSpec"]["schemaVersion"] == "2.1.0"
+    forms = {name: value.runtime_value.WhichOneof("value")
+             for task in spec.root.dag.tasks.values()
+             for name, value in task.inputs.parameters.items()
+             if value.HasField("runtime_value")}
+    assert forms and set(forms.values()) == {"constant"}, forms
+    for name, executor in spec.deployment_spec["executors"].items():
+        assert "--json_serialized_inputs_spec_args" in executor["container"]["args"], name
 
 
 def test_compiled_spec_holds_every_component_with_its_dependencies(cloud_env, tmp_path):

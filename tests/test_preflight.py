@@ -15,7 +15,7 @@ import re
 import cloud_settings
 import pytest
 
-from pipeline.cloud import preflight, settings
+from pipeline.cloud import compiled_spec, preflight, settings
 from pipeline.pipeline_config import REPO_ROOT
 
 # Every check has something to check: a v5e TPU, Dataflow on a custom network, warm start.
@@ -90,18 +90,16 @@ def test_an_email_as_the_kfp_service_account_fails(cloud, jobs):
     assert any("Kubernetes service account name" in f for f in failures)
 
 
-def _trainer_pool(job: dict) -> tuple[dict, dict]:
-    params = job["pipelineSpec"]["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"]
-    value = params["custom_config"]["runtimeValue"]["constantValue"]
-    config = json.loads(value["stringValue"])
-    return value, config
-
-
 def _set_pool(job: dict, edit) -> dict:
     job = copy.deepcopy(job)
-    value, config = _trainer_pool(job)
+    params = job["pipelineSpec"]["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"]
+    runtime = params["custom_config"]["runtimeValue"]
+    config = json.loads(compiled_spec.parameter(job, "Trainer", "custom_config"))
     edit(config["ai_platform_training_args"]["job_spec"]["worker_pool_specs"][0])
-    value["stringValue"] = json.dumps(config)
+    if "constant" in runtime:  # pipeline spec 2.1
+        runtime["constant"] = json.dumps(config)
+    else:
+        runtime["constantValue"]["stringValue"] = json.dumps(config)
     return job
 
 

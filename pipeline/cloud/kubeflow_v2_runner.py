@@ -23,6 +23,12 @@ from pipeline.pipeline_config import REPO_ROOT, ConfigError
 IMAGE_PROJECT_DIR = "/pipeline"
 DEFAULT_OUTPUT_DIR = os.environ.get("BUILD_DIR") or os.path.join(REPO_ROOT, "build")
 TARGET_ENV = "TARGET"
+# Kubeflow Pipelines' driver takes a task's constant parameters only in the pipeline spec 2.1
+# form (`runtimeValue.constant`); the 2.0 form TFX writes by default (`constantValue`) stops it
+# with "param runtime value spec ... not implemented" (kubeflow/pipelines
+# backend/src/v2/driver/resolve.go, resolveInputParameter), and it hands executors only
+# `parameterValues`, which TFX's entrypoint reads when the 2.1 spec passes the inputs spec.
+SPEC_2_1_TARGETS = ("kfp",)
 # Steps that read state outside their inputs (the serving dir) must never come from cache.
 UNCACHED_TASKS = (names.WARM_START_RESOLVER,)
 
@@ -61,7 +67,8 @@ def compile_pipeline(cloud: settings.CloudConfig, output_dir: str,
     path = pipeline_file(cloud, target, output_dir)
     runner = tfx.orchestration.experimental.KubeflowV2DagRunner(
         config=tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(
-            default_image=cloud.pipeline_image),
+            default_image=cloud.pipeline_image,
+            use_pipeline_spec_2_1=target in SPEC_2_1_TARGETS),
         output_dir=os.path.dirname(path), output_filename=os.path.basename(path))
     runner.run(pipeline)
     _disable_cache(path, UNCACHED_TASKS)

@@ -15,8 +15,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline.cloud.tpu_types import TPU_TYPES
+from pipeline.datasets import dataset_name
 from pipeline.env_settings import BOOL_WORDS, from_env
-from pipeline.pipeline_config import PIPELINE_NAME_RE, ConfigError, PipelineConfig
+from pipeline.pipeline_config import (
+    DEFAULT_DATASET,
+    PIPELINE_NAME_RE,
+    PIPELINE_NAME_SUFFIX,
+    ConfigError,
+    PipelineConfig,
+)
 
 TARGETS = ("vertex", "kfp")
 BEAM_RUNNERS = ("direct", "dataflow")
@@ -73,7 +80,10 @@ _FIELDS: dict[str, _Field] = {
     "bigquery_query": _Field("BIGQUERY_QUERY", "a BigQuery SQL SELECT whose columns are the "
                              "dataset's schema features"),
     "bigquery_table": _Field("BIGQUERY_TABLE", "a table 'project.dataset.table'"),
-    "pipeline_name": _Field("PIPELINE_NAME", "lowercase letters, digits and '-'"),
+    "pipeline_name": _Field("PIPELINE_NAME", "lowercase letters, digits and '-' (default "
+                            "'<dataset>-tpu')"),
+    "dataset": _Field("DATASET", "a dataset name with a spec under schemas/<name>/, e.g. "
+                      "'taxi' or 'penguins'"),
     "tpu": _Field("TPU_TYPE", f"one of {', '.join(TPU_TYPES)}, or empty for no TPU"),
     "tpu_trainer_image": _Field(
         "TPU_TRAINER_IMAGE", "the TPU trainer image built by `make image-tpu`, with a version "
@@ -104,7 +114,8 @@ _FIELDS: dict[str, _Field] = {
     "dataflow_public_ips": _Field(
         "DATAFLOW_PUBLIC_IPS", "true or false (false: workers get only internal IPs, which "
         "needs a subnetwork with Private Google Access)"),
-    "train_steps": _Field("TRAIN_STEPS", "a whole number > 0"),
+    "train_steps": _Field("TRAIN_STEPS", "a whole number > 0, or unset for the dataset "
+                          "spec's budget"),
     "tune": _Field("TUNE", "true or false (true: a Tuner step searches the network and "
                    "learning rate before the Trainer)"),
     "tune_trials": _Field("TUNE_TRIALS", "a whole number >= 1"),
@@ -148,7 +159,8 @@ class CloudConfig:
     data_uri: str = ""
     bigquery_query: str = ""
     bigquery_table: str = ""
-    pipeline_name: str = "taxi-tpu"
+    pipeline_name: str = ""  # '' → '<dataset>-tpu', as for `make run`
+    dataset: str = DEFAULT_DATASET
     tpu: str = ""
     tpu_trainer_image: str = ""
     service_account: str = ""
@@ -163,7 +175,7 @@ class CloudConfig:
     dataflow_disk_size_gb: int = 100
     dataflow_subnetwork: str = ""
     dataflow_public_ips: bool = True
-    train_steps: int = 1000
+    train_steps: int | None = None
     tune: bool = False
     tune_trials: int = 10
     batch_predict_uri: str = ""
@@ -173,6 +185,11 @@ class CloudConfig:
     endpoint_max_replicas: int = 1
     endpoint_traffic_percentage: int = 100
     endpoint_serving_image: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.pipeline_name and isinstance(self.dataset, str):
+            object.__setattr__(self, "pipeline_name",
+                               dataset_name(self.dataset) + PIPELINE_NAME_SUFFIX)
 
     def problems(self) -> list[tuple[str, str]]:
         """(setting, what is wrong and the expected form) for every bad setting."""
@@ -217,6 +234,8 @@ class CloudConfig:
             bad("beam_runner")
         for name in _POSITIVE_INTS:
             value = getattr(self, name)
+            if name == "train_steps" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 bad(name)
         if (isinstance(self.dataflow_disk_size_gb, int)
@@ -362,10 +381,11 @@ class CloudConfig:
         if self.tpu:
             trainer_env.update(STRATEGY="tpu", TPU_ADDRESS="local")
         return from_env(
-            trainer_env, pipeline_name=self.pipeline_name,
+            trainer_env, pipeline_name=self.pipeline_name, dataset=self.dataset,
             data_dir=self.data_uri if self.data_source == "csv" else "",
             bigquery_query=self.bigquery_source, output_dir=self.output_dir,
-            train_steps=self.train_steps, tune=self.tune, tune_trials=self.tune_trials,
+            **({"train_steps": self.train_steps} if self.train_steps else {}),
+            tune=self.tune, tune_trials=self.tune_trials,
             enable_cache=self.enable_cache,
             beam_pipeline_args=self.beam_pipeline_args())
 
