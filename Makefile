@@ -91,10 +91,11 @@ browser:
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	else echo "the report test needs Chromium and ChromeDriver: sudo apt-get install chromium chromium-driver" >&2; exit 2; fi
 
+# The kfp-local end-to-end test runs tasks in .venv-image (`make image-venv`).
 # Tests run on two processes (pytest-xdist): the end-to-end runs spend most of their time in
 # single-threaded start-up. TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 2
-test: venv browser
+test: venv image-venv browser
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # The HTML report of the latest run in output/ (or OUTPUT_DIR); `make run` writes it too.
@@ -102,7 +103,7 @@ report: venv
 	$(BIN)/python -m pipeline.runs.report $(DATASET_ARGS)
 
 # The end-to-end DAG runs alone.
-test-e2e: venv browser
+test-e2e: venv image-venv browser
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m e2e
 
 # Does the Trainer's TPU step (bfloat16, XLA) compile and keep static shapes, and can this host's

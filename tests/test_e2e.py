@@ -156,10 +156,10 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     write_csv(data_dir / "more.csv", TAXI.read_rows(6000)[4000:])
     log_path = tmp_path / "killed.log"
     with open(log_path, "w") as log:
-        process = subprocess.Popen(_runner(data_dir, output), env=_env(output), stdout=log,
-                                   stderr=subprocess.STDOUT)
-        _wait_for_line(log_path, "→ Trainer started", process)
-        time.sleep(3)
+        # VERBOSE streams the Trainer's own log: it is killed once it says it trains.
+        process = subprocess.Popen(_runner(data_dir, output), env=_env(output, VERBOSE="1"),
+                                   stdout=log, stderr=subprocess.STDOUT)
+        _wait_for_line(log_path, "Training taxi (binary)", process)
         process.send_signal(signal.SIGKILL)
         assert process.wait(timeout=60) == -signal.SIGKILL
     killed = mlmd_records.latest_run(metadata)
@@ -294,10 +294,12 @@ def test_parallel_runs_in_separate_output_dirs_and_one_at_a_time_in_the_same(tmp
         assert time.monotonic() < deadline and processes[0].poll() is None
         time.sleep(0.2)
 
-    started = time.monotonic()
-    busy = _run_pipeline(data_dir, outputs[0])
+    # -X importtime lists every module the refused run imported.
+    busy = subprocess.run([sys.executable, "-X", "importtime", *_runner(data_dir, outputs[0])[1:]],
+                          env=_env(outputs[0]), capture_output=True, text=True, timeout=900)
     assert busy.returncode == 3, busy.stderr[-3000:]
-    assert time.monotonic() - started < 30  # before TensorFlow even loads
+    imported = re.findall(r"^import time:.*\|\s*(\S+)$", busy.stderr, re.M)
+    assert imported and "tensorflow" not in imported  # refused before TensorFlow loads
     assert f"another run is using output_dir='{outputs[0]}' (pid {processes[0].pid}" in (
         busy.stderr)
 
@@ -590,70 +592,3 @@ def _overall_metric_names(evaluation_uri: str) -> list[str]:
     result = tfma.load_eval_result(evaluation_uri)
     [overall] = [m[""][""] for key, m in result.slicing_metrics if key == ()]
     return list(overall)
-
-
-def _custom_int(artifact, key: str) -> int | None:
-    value = artifact.custom_properties.get(key)
-    return value.int_value if value is not None else None
-
-
-def test_kfp_shaped_dag_compares_with_and_starts_from_the_served_model(tmp_path):
-    """The DAG as `make compile TARGET=kfp` builds it (ServedModel steps instead of resolvers),
-    run twice under the local orchestrator: the first run has nothing served, so no baseline
-    and no base model; the second starts from the model the first pushed and is compared
-    with it."""
-    output = tmp_path / "out"
-    script = os.path.join(REPO_ROOT, "tests", "kfp_shaped_run.py")
-    new_rows = tmp_path / "new_rows"
-    new_rows.mkdir()
-    rows = [{k: v for k, v in r.items() if k != PENGUINS.spec.label}
-            for r in PENGUINS.read_rows(30)]
-    write_csv(new_rows / "rows.csv", rows)
-    env = {**_env(output, DATASET="penguins", TRAIN_STEPS="40"),
-           "PYTHONPATH": REPO_ROOT, "BATCH_PREDICT_URI": str(new_rows)}
-    first = subprocess.run([sys.executable, script], env=env, capture_output=True, text=True,
-                           timeout=900)
-    assert first.returncode == 0, first.stderr[-4000:]
-    metadata = str(output / "metadata" / "metadata.db")
-    states = mlmd_records.latest_run(metadata).states
-    assert states["baseline_resolver"] == "COMPLETE" and states["Pusher"] == "COMPLETE", states
-    db = mlmd_records.store(metadata)
-    [empty] = db.get_artifacts_by_type("Model")[1:]  # the Trainer's model, then ServedModel's
-    assert _custom_int(empty, "has_model") == 0
-    [blessing] = db.get_artifacts_by_type("ModelBlessing")
-    assert _custom_int(blessing, "blessed") == 1
-    assert "baseline_model_id" not in blessing.custom_properties
-    serving = output / "serving_model" / "penguins-tpu"
-    [version] = os.listdir(serving)
-    # BulkInferrer scored the new rows with the blessed model: each row comes back with the
-    # serving outputs appended, as the pushed model answers them.
-    assert states["BulkInferrer"] == "COMPLETE", states
-    [scored] = db.get_artifacts_by_type("Examples")[-1:]
-    assert scored.uri.startswith(str(output / "pipeline_root" / "BulkInferrer"))
-    got = []
-    for path in glob.glob(os.path.join(scored.uri, "Split-predict", "*")):
-        for record in tf.data.TFRecordDataset(path, compression_type="GZIP"):
-            example = tf.train.Example.FromString(record.numpy())
-            got.append(list(example.features.feature["scores"].float_list.value))
-    expected = _serve_outputs(serving / version, rows, PENGUINS)["scores"]
-    # Beam does not keep the row order: compare the rows sorted.
-    np.testing.assert_allclose(sorted(map(list, np.float32(got))),
-                               sorted(map(list, expected)), rtol=1e-5)
-
-    del env["BATCH_PREDICT_URI"]  # scored once is enough
-    second = subprocess.run([sys.executable, script], env={**env, "WARM_START": "true"},
-                            capture_output=True, text=True, timeout=900)
-    assert second.returncode == 0, second.stderr[-4000:]
-    states = mlmd_records.latest_run(metadata).states
-    assert {states[n] for n in ("warm_start_resolver", "Trainer", "baseline_resolver",
-                                "Evaluator")} == {"COMPLETE"}, states
-    models = sorted(db.get_artifacts_by_type("Model"), key=lambda a: a.id)
-    served = [m for m in models if _custom_int(m, "has_model") == 1]
-    assert len(served) == 2  # the warm-start model and the baseline, both the pushed version
-    assert {m.custom_properties["served_from"].string_value for m in served} == {
-        str(serving / version)}
-    assert re.search(r"Warm start: \d+ variables from .*/Format-Serving",
-                     second.stdout + second.stderr)
-    newest = max(db.get_artifacts_by_type("ModelBlessing"), key=lambda a: a.id)
-    baseline = [m for m in served if m.id == _custom_int(newest, "baseline_model_id")]
-    assert baseline, "the Evaluator did not compare with the served model"

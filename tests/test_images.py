@@ -62,6 +62,15 @@ def test_pipeline_image_is_the_tfx_release_the_lock_pins():
     assert base == f"gcr.io/tfx-oss-public/tfx:{_lock()['tfx']}"
 
 
+def test_the_image_stand_in_is_the_base_images_release_on_its_python():
+    """`make image-venv` rebuilds the pipeline image's packages from docker/tfx-image.lock: it
+    must be the TFX release the Dockerfile starts from, resolved for that image's Python."""
+    text = _read("docker/tfx-image.lock")
+    [[base]] = _instructions("Dockerfile", "FROM")
+    assert base.endswith(":" + re.search(r"^tfx==(\S+)$", text, re.M).group(1))
+    assert "--python-version 3.10" in text.splitlines()[1]
+
+
 def test_pipeline_image_runs_the_locks_beam_kfp_and_aiplatform():
     """The TFX 1.16 image pins apache-beam 2.59, kfp 2.5 and google-cloud-aiplatform 1.70
     (tfx/tools/docker/requirements.txt at v1.16.0); the tests here run the lock's versions, so

@@ -148,6 +148,12 @@ class TaskRun:
     log_path: str
     executor_input: dict[str, Any] | None
 
+    def outputs(self) -> dict[str, list[str]]:
+        """Each output artifact's URIs, by output key."""
+        artifacts = (self.executor_input or {}).get("outputs", {}).get("artifacts", {})
+        return {key: [a["uri"] for a in listed.get("artifacts", [])]
+                for key, listed in artifacts.items()}
+
     def tail(self, lines: int = LOG_TAIL_LINES) -> str:
         with open(self.log_path, encoding="utf-8", errors="replace") as f:
             return "".join(f.readlines()[-lines:])
@@ -218,9 +224,15 @@ def _task_names(pipeline_spec: dict[str, Any]) -> dict[str, tuple[str, str]]:
     """
     from kfp.local import executor_input_utils
 
-    return {executor_input_utils.get_local_task_resource_name(task["componentRef"]["name"]):
-            (name, task["componentRef"]["name"])
-            for name, task in pipeline_spec["root"]["dag"]["tasks"].items()}
+    folders: dict[str, tuple[str, str]] = {}
+    for name, task in pipeline_spec["root"]["dag"]["tasks"].items():
+        component = task["componentRef"]["name"]
+        folder = executor_input_utils.get_local_task_resource_name(component)
+        if folder in folders:
+            raise ConfigError(f"tasks {folders[folder][0]} and {name} would share kfp.local's "
+                              f"task folder {folder!r}; rename one of their components")
+        folders[folder] = (name, component)
+    return folders
 
 
 def _typed_inputs(executor_input: dict[str, Any],
@@ -256,7 +268,9 @@ def _task_handler(environment: ImageEnvironment, pipeline_spec: dict[str, Any]):
                 raise ConfigError(f"a container task runs {command[:3]}: the local run "
                                   "knows only TFX's container entrypoint")
             task_dir = os.path.dirname(executor_input["outputs"]["outputFile"])
-            name, component = tasks[os.path.basename(task_dir)]
+            # <pipeline root>/<pipeline run>/<task folder>, the last empty for a short name.
+            run_and_task = os.path.relpath(task_dir, self.pipeline_root).split(os.sep, 1)
+            name, component = tasks[run_and_task[1] if len(run_and_task) > 1 else ""]
             declared = (pipeline_spec["components"][component].get("inputDefinitions", {})
                         .get("artifacts", {}))
             index = command.index(EXECUTOR_INPUT_FLAG) + 1
@@ -313,9 +327,9 @@ def _failure(run: TaskRun) -> str:
             f"({run.log_path}):\n{run.tail()}")
 
 
-def _artifact_uri(run: TaskRun, key: str, side: str = "outputs") -> str:
-    artifacts = (run.executor_input or {}).get(side, {}).get("artifacts", {})
-    return artifacts[key]["artifacts"][0]["uri"]
+def _artifact_uri(run: TaskRun, key: str) -> str:
+    [uri] = run.outputs()[key]
+    return uri
 
 
 def _task(runs: list[TaskRun], task: str) -> TaskRun:
@@ -448,7 +462,7 @@ class LocalRun:
         return {
             "spec": self.spec_path, "sha256": self.spec_sha256,
             "tasks": [{"task": r.name, "exit_code": r.exit_code, "seconds": round(r.seconds, 1),
-                       "log": r.log_path} for r in self.runs],
+                       "log": r.log_path, "outputs": r.outputs()} for r in self.runs],
             "metrics": self.metrics, "pushed": self.pushed,
             "vertex_trainer_job": {
                 "exit_code": self.vertex_run.exit_code, "log": self.vertex_run.log_path,

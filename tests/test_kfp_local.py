@@ -1,0 +1,282 @@
+"""`make kfp-local`: the adapter that lets kfp.local run container tasks as subprocesses, tested
+against the kfp version it plugs into, and the compiled KFP spec run end to end by it.
+
+The unit tests run a small spec shaped as TFX compiles one (components without KFP's 'comp-'
+prefix, artifacts typed by instance schemas, constants in the 2.1 form) through kfp.local, with
+this test process's venv standing in for the image's: they test the adapter, not the image.
+"""
+
+import copy
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import kfp
+import numpy as np
+import pytest
+
+from pipeline.cloud import kfp_local, kubeflow_v2_runner
+from pipeline.pipeline_config import LOCK_FILE, REPO_ROOT
+
+# A task of the small spec: `make` writes the text parameter into its artifact; `read` checks
+# that its input artifact arrives typed as TFX's Examples, copies it, or fails when told to.
+TASK_SCRIPT = r"""
+import json, os, sys
+executor_input = json.loads(sys.argv[sys.argv.index("--json_serialized_invocation_args") + 1])
+inputs, outputs = executor_input["inputs"], executor_input["outputs"]
+out_key = next(iter(outputs["artifacts"]))
+out_uri = outputs["artifacts"][out_key]["artifacts"][0]["uri"]
+os.makedirs(out_uri, exist_ok=True)
+if sys.argv[1] == "make":
+    text = inputs["parameterValues"]["text"]
+else:
+    [examples] = inputs["artifacts"]["examples"]["artifacts"]
+    if "title: tfx.Examples" not in examples["type"].get("instanceSchema", ""):
+        print("input typed as", examples["type"]); sys.exit(4)
+    if inputs["parameterValues"]["fail"] == "yes":
+        print("the read task gives up here"); sys.exit(3)
+    text = open(os.path.join(examples["uri"], "text.txt")).read()
+open(os.path.join(out_uri, "text.txt"), "w").write(text)
+os.makedirs(os.path.dirname(outputs["outputFile"]), exist_ok=True)
+json.dump({"artifacts": {out_key: {"artifacts": [{"name": out_key, "uri": out_uri}]}}},
+          open(outputs["outputFile"], "w"))
+"""
+EXAMPLES_TYPE = {"instanceSchema": "title: tfx.Examples\ntype: object\n"}
+
+
+def _small_spec(fail: str = "no") -> dict:
+    def executor(role: str) -> dict:
+        return {"container": {"image": "localhost/check:1",
+                              "command": ["python", "-c", TASK_SCRIPT, role],
+                              "args": [kfp_local.EXECUTOR_INPUT_FLAG, "{{$}}"]}}
+
+    return {"displayName": "adapter-check", "pipelineSpec": {
+        "pipelineInfo": {"name": "adapter-check"}, "schemaVersion": "2.1.0",
+        "sdkVersion": "tfx-1.16.0",
+        "deploymentSpec": {"executors": {"Make_executor": executor("make"),
+                                         "ReadExamples_executor": executor("read")}},
+        "components": {
+            "Make": {"executorLabel": "Make_executor",
+                     "inputDefinitions": {"parameters": {"text": {"parameterType": "STRING"}}},
+                     "outputDefinitions": {"artifacts": {
+                         "examples": {"artifactType": EXAMPLES_TYPE}}}},
+            "ReadExamples": {
+                "executorLabel": "ReadExamples_executor",
+                "inputDefinitions": {"artifacts": {"examples": {"artifactType": EXAMPLES_TYPE}},
+                                     "parameters": {"fail": {"parameterType": "STRING"}}},
+                "outputDefinitions": {"artifacts": {"copy": {"artifactType": EXAMPLES_TYPE}}}},
+        },
+        "root": {"dag": {"tasks": {
+            "Make": {"componentRef": {"name": "Make"}, "taskInfo": {"name": "Make"},
+                     "inputs": {"parameters": {"text": {"runtimeValue": {"constant": "hi"}}}}},
+            "ReadExamples": {
+                "componentRef": {"name": "ReadExamples"}, "taskInfo": {"name": "ReadExamples"},
+                "dependentTasks": ["Make"],
+                "inputs": {"artifacts": {"examples": {"taskOutputArtifact": {
+                    "producerTask": "Make", "outputArtifactKey": "examples"}}},
+                    "parameters": {"fail": {"runtimeValue": {"constant": fail}}}}},
+        }}},
+    }}
+
+
+def _run_small(tmp_path, fail: str = "no") -> list[kfp_local.TaskRun]:
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(_small_spec(fail)))
+    paths = kfp_local.LocalPaths(str(tmp_path / "local"))
+    # This test's own venv stands in for the image's: the adapter is under test here.
+    environment = kfp_local.ImageEnvironment(paths, venv=sys.prefix)
+    return kfp_local.execute_spec(str(spec), str(tmp_path / "root"), environment)
+
+
+def test_the_adapter_targets_the_kfp_version_the_lock_pins():
+    with open(LOCK_FILE, encoding="utf-8") as f:
+        [pinned] = re.findall(r"^kfp==(\S+)$", f.read(), re.M)
+    assert kfp_local.KFP_VERSION == pinned == kfp.__version__
+
+
+def test_kfp_local_runs_container_tasks_through_the_adapter_and_passes_typed_artifacts(
+        tmp_path):
+    runs = _run_small(tmp_path)
+    assert [(r.name, r.exit_code) for r in runs] == [("Make", 0), ("ReadExamples", 0)]
+    copied = kfp_local._artifact_uri(runs[1], "copy")
+    assert Path(copied, "text.txt").read_text() == "hi"
+    assert Path(runs[1].log_path).is_file()
+
+
+def test_a_failing_task_stops_the_run_with_its_name_exit_code_and_log(tmp_path):
+    with pytest.raises(kfp_local.TaskFailed) as failed:
+        _run_small(tmp_path, fail="yes")
+    message = str(failed.value)
+    assert "task ReadExamples failed with exit code 3" in message
+    assert "the read task gives up here" in message
+
+
+def test_cloud_and_image_locations_map_to_local_folders_in_one_place(tmp_path):
+    paths = kfp_local.LocalPaths(str(tmp_path))
+    local = paths.local
+    assert local("gs://bucket/a/b.csv") == f"{tmp_path}/gcs/bucket/a/b.csv"
+    image_dir = kubeflow_v2_runner.IMAGE_PROJECT_DIR
+    assert local(json.dumps({"schema": f"{image_dir}/schemas/taxi/schema.pbtxt"})) == (
+        json.dumps({"schema": f"{REPO_ROOT}/schemas/taxi/schema.pbtxt"}))
+    assert local(image_dir) == REPO_ROOT
+    # Only a path that starts there: never a folder of that name inside another path.
+    for untouched in (f"/work{image_dir}/x", f"{image_dir}_root/x", "/lib/libtpu.so.1"):
+        assert local(untouched) == untouched
+    assert local(kfp_local.TPU_LIBRARY) == paths.no_tpu_runtime
+    # The image's ENV lines come from its Dockerfile, and its project folder maps here.
+    env = kfp_local.image_env()
+    assert env["PYTHONPATH"] == image_dir and local(env["PYTHONPATH"]) == REPO_ROOT
+    assert local(kfp_local.image_workdir()) == REPO_ROOT
+
+
+def test_local_settings_fill_only_what_the_user_left_unset():
+    cloud = kfp_local.cloud_settings(None, {"DATASET": "penguins",
+                                            "GCS_BUCKET": "gs://my-bucket"})
+    assert cloud.bucket == "gs://my-bucket" and cloud.project == "kfp-local-run"
+    assert cloud.pipeline_name == "penguins-tpu"
+    assert cloud.data_uri == "gs://my-bucket/penguins-tpu/data"
+
+
+# ---- end to end ----
+
+
+def _evaluation(run_output: Path) -> dict[str, float]:
+    from pipeline.runs import eval_results
+
+    [evaluation] = (run_output / "pipeline_root" / "Evaluator" / "evaluation").iterdir()
+    return eval_results.overall_metrics(str(evaluation))
+
+
+def _make_kfp_local(output: Path, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "--no-print-directory", "kfp-local", f"OUTPUT_DIR={output}"],
+                          cwd=REPO_ROOT, env={**os.environ, "DATASET": "penguins", **env},
+                          capture_output=True, text=True, timeout=1800)
+
+
+def _task_output(summary: dict, task: str) -> dict:
+    [run] = [t for t in summary["tasks"] if t["task"] == task]
+    with open(os.path.join(os.path.dirname(run["log"]), "executor_output.json"),
+              encoding="utf-8") as f:
+        return json.load(f)
+
+
+# Two runs on 140 eval rows differ by a row or two (threads reorder float sums); 0.03 is 4 rows.
+ACCURACY_TOLERANCE = 0.03
+
+
+@pytest.mark.e2e
+def test_make_kfp_local_runs_the_compiled_spec_as_kubeflow_would(tmp_path):
+    """`make run` and `make kfp-local` on penguins: every task of the compiled spec ends well
+    in the image's packages, the metrics agree, the pushed model serves raw rows, the Vertex
+    Trainer's CustomJob runs its own command on the CPU, and a second run starts from and is
+    compared with the model the first one pushed."""
+    import tensorflow as tf
+
+    from dataset_rows import PENGUINS, write_csv
+
+    reference = tmp_path / "run"
+    made = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, "pipeline", "local_runner.py"),
+         "--dataset", "penguins", "--output-dir", str(reference)],
+        env={**os.environ, "TRAIN_STEPS": ""}, capture_output=True, text=True, timeout=900)
+    assert made.returncode == 0, made.stderr[-3000:]
+
+    output = tmp_path / "kfp"
+    # New rows for BulkInferrer, put in the bucket (here: its local stand-in) beforehand.
+    bucket = output / "gcs" / "kfp-local"
+    new_rows = [{k: v for k, v in r.items() if k != PENGUINS.spec.label}
+                for r in PENGUINS.read_rows(30)]
+    (bucket / "new-rows").mkdir(parents=True)
+    write_csv(bucket / "new-rows" / "rows.csv", new_rows)
+    first = _make_kfp_local(output, BATCH_PREDICT_URI="gs://kfp-local/new-rows")
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    summary = json.loads((output / "kfp-local.json").read_text())
+    with open(summary["spec"], encoding="utf-8") as f:
+        compiled = json.load(f)
+    assert {t["task"] for t in summary["tasks"]} == set(
+        compiled["pipelineSpec"]["root"]["dag"]["tasks"])
+    assert {t["exit_code"] for t in summary["tasks"]} == {0}
+    assert kfp_local.sha256(summary["spec"]) == summary["sha256"]
+    assert summary["sha256"] in first.stdout
+
+    # Nothing was served before: no baseline, and the first blessing compares with none.
+    [empty] = _task_output(summary, "baseline_resolver")["artifacts"]["model"]["artifacts"]
+    assert empty["metadata"]["has_model"] == 0, empty
+    [blessing] = _task_output(summary, "Evaluator")["artifacts"]["blessing"]["artifacts"]
+    assert blessing["metadata"]["blessed"] == 1 and "baseline_model_id" not in blessing[
+        "metadata"], blessing
+
+    expected = _evaluation(reference)["sparse_categorical_accuracy"]
+    got = summary["metrics"]["sparse_categorical_accuracy"]
+    assert abs(got - expected) <= ACCURACY_TOLERANCE, (got, expected)
+
+    serving = bucket / "penguins-tpu" / "serving_model" / "penguins-tpu"
+    [version] = os.listdir(serving)
+    model = tf.saved_model.load(str(serving / version))
+
+    def scores(rows):
+        return model.signatures["serving_default"](
+            examples=tf.constant(PENGUINS.serialized(rows, serving=True)))["scores"].numpy()
+
+    rows = PENGUINS.read_rows()[::9]
+    assert scores(rows).shape == (len(rows), 3)
+    assert PENGUINS.quality({"scores": scores(rows)}, rows) > 0.9
+    # BulkInferrer scored the new rows as the pushed model answers them (in Beam's order).
+    [scored] = next(t for t in summary["tasks"] if t["task"] == "BulkInferrer")["outputs"][
+        "output_examples"]
+    got = [list(tf.train.Example.FromString(record.numpy()).features.feature["scores"]
+                .float_list.value)
+           for path in glob.glob(os.path.join(scored, "Split-predict", "*"))
+           for record in tf.data.TFRecordDataset(path, compression_type="GZIP")]
+    np.testing.assert_allclose(sorted(map(list, np.float32(got))),
+                               sorted(map(list, scores(new_rows))), rtol=1e-5)
+
+    job = summary["vertex_trainer_job"]
+    assert job["exit_code"] == 0
+    pool = job["worker_pool"]
+    assert pool["container_spec"]["command"][:3] == ["python", "-m", "tfx.scripts.run_executor"]
+    assert {e["name"] for e in pool["container_spec"]["env"]} == {
+        "NEXT_PLUGGABLE_DEVICE_USE_C_API", "TF_PLUGGABLE_DEVICE_LIBRARY_PATH"}
+    job_log = Path(job["log"]).read_text()
+    assert "Distribution strategy: MirroredStrategy" in job_log
+    assert (output / "vertex_trainer_job" / "model" / "Format-Serving" / "saved_model.pb"
+            ).is_file()
+
+    second = _make_kfp_local(output, WARM_START="true")
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    summary = json.loads((output / "kfp-local.json").read_text())
+    served = str(serving / version)
+    models = {}
+    for task in ("baseline_resolver", "warm_start_resolver"):
+        [models[task]] = _task_output(summary, task)["artifacts"]["model"]["artifacts"]
+        assert models[task]["metadata"]["served_from"] == served, (task, models[task])
+    # The warm-start step hands the Trainer its copy of the served version.
+    trainer_log = Path(next(t["log"] for t in summary["tasks"] if t["task"] == "Trainer"))
+    warm = re.escape(models["warm_start_resolver"]["uri"])
+    assert re.search(rf"Warm start: \d+ variables from {warm}/Format-Serving",
+                     trainer_log.read_text())
+    [blessing] = _task_output(summary, "Evaluator")["artifacts"]["blessing"]["artifacts"]
+    assert "baseline_model_id" in blessing["metadata"], blessing
+
+
+@pytest.mark.e2e
+def test_a_broken_task_in_the_compiled_spec_stops_make_kfp_local_and_names_it(tmp_path):
+    cloud = kfp_local.cloud_settings(None, {"DATASET": "penguins"})
+    path = kubeflow_v2_runner.compile_pipeline(cloud, str(tmp_path / "build"), "kfp")
+    with open(path, encoding="utf-8") as f:
+        job = json.load(f)
+    broken = copy.deepcopy(job)
+    args = broken["pipelineSpec"]["deploymentSpec"]["executors"]["StatisticsGen_executor"][
+        "container"]["args"]
+    class_path = "tfx.components.statistics_gen.executor.Executor"
+    args[args.index(class_path)] = class_path + "ThatIsNotThere"
+    spec = tmp_path / "broken.json"
+    spec.write_text(json.dumps(broken))
+    result = _make_kfp_local(tmp_path / "out", SPEC=str(spec))
+    assert result.returncode != 0
+    assert "task StatisticsGen failed with exit code 1" in result.stderr, result.stderr[-3000:]
+    assert "ExecutorThatIsNotThere" in result.stderr
