@@ -36,7 +36,6 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
-from unittest import mock
 
 from pipeline import names
 from pipeline.cloud import compiled_spec, kubeflow_v2_runner, settings
@@ -179,6 +178,8 @@ class ImageEnvironment:
         self.paths = paths
         self.venv = venv
         self.runs: list[TaskRun] = []
+        self.image_env = image_env()
+        self.workdir = paths.local(image_workdir())
 
     def environment(self, extra: Mapping[str, str] = ()) -> dict[str, str]:
         """This process's environment without the dev venv, then the image's ENV lines and
@@ -189,7 +190,7 @@ class ImageEnvironment:
                 if p and not p.startswith(os.path.join(REPO_ROOT, ".venv") + os.sep)]
         env["PATH"] = os.pathsep.join([os.path.join(self.venv, "bin"), *path])
         env["VIRTUAL_ENV"] = self.venv
-        for key, value in {**image_env(), **dict(extra)}.items():
+        for key, value in {**self.image_env, **dict(extra)}.items():
             env[key] = self.paths.local(value)
         return env
 
@@ -201,7 +202,7 @@ class ImageEnvironment:
         os.makedirs(os.path.dirname(log_path), exist_ok=True)
         start = time.monotonic()
         with open(log_path, "w", encoding="utf-8") as log, subprocess.Popen(
-                local_command, cwd=self.paths.local(image_workdir()),
+                local_command, cwd=self.workdir,
                 env=self.environment(extra_env), stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, text=True, errors="replace") as process:
             assert process.stdout is not None
@@ -235,14 +236,11 @@ def _task_names(pipeline_spec: dict[str, Any]) -> dict[str, tuple[str, str]]:
     return folders
 
 
-def _typed_inputs(executor_input: dict[str, Any],
-                  declared: Mapping[str, Any]) -> dict[str, Any]:
-    """`executor_input` with each input artifact typed as its component declares it."""
-    typed = json.loads(json.dumps(executor_input))
-    for key, artifacts in typed.get("inputs", {}).get("artifacts", {}).items():
+def _type_inputs(executor_input: dict[str, Any], declared: Mapping[str, Any]) -> None:
+    """Types each input artifact of `executor_input` as its component declares it."""
+    for key, artifacts in executor_input.get("inputs", {}).get("artifacts", {}).items():
         for artifact in artifacts.get("artifacts", []):
             artifact["type"] = declared[key]["artifactType"]
-    return typed
 
 
 def _task_handler(environment: ImageEnvironment, pipeline_spec: dict[str, Any]):
@@ -257,7 +255,6 @@ def _task_handler(environment: ImageEnvironment, pipeline_spec: dict[str, Any]):
 
         def __init__(self, image: str, full_command: list[str], pipeline_root: str,
                      runner: Any) -> None:
-            self.image = image
             self.full_command = list(full_command)
             self.pipeline_root = pipeline_root
 
@@ -274,7 +271,8 @@ def _task_handler(environment: ImageEnvironment, pipeline_spec: dict[str, Any]):
             declared = (pipeline_spec["components"][component].get("inputDefinitions", {})
                         .get("artifacts", {}))
             index = command.index(EXECUTOR_INPUT_FLAG) + 1
-            command[index] = json.dumps(_typed_inputs(executor_input, declared))
+            _type_inputs(executor_input, declared)
+            command[index] = json.dumps(executor_input)
             run = environment.run(name, command, os.path.join(task_dir, "task.log"))
             return status.Status.SUCCESS if run.exit_code == 0 else status.Status.FAILURE
 
@@ -291,9 +289,12 @@ def _image_tasks(environment: ImageEnvironment,
     if kfp.__version__ != KFP_VERSION:
         raise ConfigError(f"kfp {kfp.__version__} is installed; the local run plugs into "
                           f"kfp.local as kfp {KFP_VERSION} defines it (requirements.lock)")
-    with mock.patch.object(docker_task_handler, "DockerTaskHandler",
-                           _task_handler(environment, pipeline_spec)):
+    docker_handler = docker_task_handler.DockerTaskHandler
+    docker_task_handler.DockerTaskHandler = _task_handler(environment, pipeline_spec)
+    try:
         yield
+    finally:
+        docker_task_handler.DockerTaskHandler = docker_handler
 
 
 def execute_spec(spec_path: str, pipeline_root: str,
