@@ -9,7 +9,6 @@ import csv
 import dataclasses
 import functools
 import glob
-import keyword
 import os
 
 from pipeline.errors import ConfigError
@@ -201,14 +200,6 @@ def _check_header(path: str, header: list[str], delimiter: str) -> None:
     if empty:
         raise ConfigError(f"data file {path!r}, line 1: column(s) {empty} of the header have "
                           "no name; give every column a name")
-    reserved = [name for name in header if keyword.iskeyword(name)]
-    if reserved:
-        # TensorFlow 2.16 saves the Transform graph's inputs under the raw column names and
-        # cannot load a SavedModel back whose function takes a Python keyword as a parameter.
-        raise ConfigError(
-            f"data file {path!r}, line 1: column name(s) {reserved} are Python keywords, "
-            "which TensorFlow cannot load back as a model's input names; rename them in the "
-            f"header (e.g. {reserved[0] + '_'!r})")
     repeated = sorted({name for name in header if header.count(name) > 1})
     if repeated:
         raise ConfigError(f"data file {path!r}, line 1: the header names {repeated} more than "

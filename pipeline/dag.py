@@ -26,6 +26,7 @@ from pipeline.components.pusher import StagedPusher
 from pipeline.components.served_model import served_model
 from pipeline.components.trainer import Trainer
 from pipeline.pipeline_config import REPO_ROOT, ConfigError, PipelineConfig, is_remote
+from trainer_module import tf_names
 from trainer_module.config import TUNER_TRIALS_KEY
 from trainer_module.dataset_spec import DatasetSpec, Threshold
 
@@ -245,10 +246,13 @@ def create_pipeline(config: PipelineConfig,
         # StatisticsGen already describes the raw data; TFT's own pre/post-transform
         # statistics would more than double Transform's time. The TF1 graph path traces the
         # plain-op preprocessing_fn in a third of the TF2 tf.function time; the exported
-        # transform graph serves the same way from TF2. Unchanged inputs are skipped by the
-        # pipeline cache, which makes TFT's per-analyzer cache (written every run) dead weight.
+        # transform graph serves the same way from TF2. Its signature takes the raw columns as
+        # keyword arguments, though, which a served model cannot load back for some names
+        # (a column named `class`): those datasets take the TF2 path, whose graph takes one
+        # dict. Unchanged inputs are skipped by the pipeline cache, which makes TFT's
+        # per-analyzer cache (written every run) dead weight.
         disable_statistics=True,
-        force_tf_compat_v1=True,
+        force_tf_compat_v1=tf_names.loadable_as_keywords(spec.columns()),
         disable_analyzer_cache=True,
         custom_config=spec.to_custom_config(),
     )

@@ -153,7 +153,6 @@ def _export(tmp_path, header: str, rows: list[str], name: str = "rows.csv") -> s
 @pytest.mark.parametrize("header, rows, message", [
     ("a,b,a,y", ["1,2,3,0"], "line 1: the header names ['a'] more than once"),
     ("a,,b,y", ["1,2,3,0"], "line 1: column(s) [2] of the header have no name"),
-    ("a,class,y", ["1,2,0"], "line 1: column name(s) ['class'] are Python keywords"),
 ])
 def test_a_csv_the_pipeline_cannot_read_stops_naming_the_file_and_line(
         tmp_path, capsys, header, rows, message):

@@ -433,7 +433,7 @@ def test_shipped_penguins_run_end_to_end_as_a_multiclass_task(tmp_path):
 
 
 # The penguins' columns as a spreadsheet might name them, plus a timestamp and free text.
-BIRD_COLUMNS = ("species", "Île / Island", "Bill Length (mm)", "bill.depth-mm", "Flipper %",
+BIRD_COLUMNS = ("class", "Île / Island", "Bill Length (mm)", "bill.depth-mm", "Flipper %",
                 "Body Mass (g)", "Sex", "2nd year", "Seen On", "Field Notes")
 BIRD_WORDS = ("calm", "nesting", "shy", "loud", "feeding", "pair", "alone", "wet", "molting")
 
@@ -442,9 +442,9 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     """A newcomer's path: `make dataset` on new data (the penguins' body mass as a regression
     label) exported as Excel's "CSV UTF-8" does (a byte-order mark, CRLF line ends) with the
     headers a spreadsheet has (spaces, punctuation, mixed case, a leading digit, non-ASCII
-    letters), semicolons for commas, number gaps written NA, " ", N/A, null and the dataset's
-    own "?", an ISO-8601 timestamp column (one value unparseable) and a free-text column (some
-    values quoted, holding the delimiter and a line break), then
+    letters, a Python keyword), semicolons for commas, number gaps written NA, " ", N/A, null
+    and the dataset's own "?", an ISO-8601 timestamp column (one value unparseable) and a
+    free-text column (some values quoted, holding the delimiter and a line break), then
     `make run DATASET=…` with no Python edits, serving, and `make predict` on the same file:
     every step under the user's own column names, every marker a gap, the timestamp a
     datetime and the notes text."""

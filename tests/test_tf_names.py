@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from trainer_module.tf_names import tf_name
+from trainer_module.tf_names import loadable_as_keywords, tf_name
 
 # What Keras accepts as a layer (root scope) name, and what a keyword argument can be.
 SCOPE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
@@ -28,3 +28,14 @@ def test_every_other_name_becomes_a_scope_name_and_an_identifier_of_its_own():
         assert not keyword.iskeyword(safe), (name, safe)  # a signature's keyword argument
     assert len(set(mapped)) == len(NAMES)  # no two columns share a name
     assert tf_name("Payment Method") == tf_name("Payment Method")  # stable across processes
+
+
+def test_names_a_saved_function_cannot_take_as_keywords_are_told_apart():
+    """TensorFlow 2.16 rebuilds a keyword parameter from a name with every other character as
+    '_' and 'arg_' before a leading non-letter (`sanitize_arg_name`); a keyword, or two names
+    that come out alike, cannot be parameters (the bird e2e serves a column named `class`)."""
+    assert loadable_as_keywords(["fare", "Payment Method", "3rd-party", "Größe", "x.y"])
+    assert not loadable_as_keywords(["fare", "class"])
+    assert not loadable_as_keywords(["a", "if"])
+    assert not loadable_as_keywords(["Payment Method", "Payment_Method"])
+    assert not loadable_as_keywords(["1st", "arg_1st"])

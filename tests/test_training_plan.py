@@ -55,6 +55,30 @@ def test_the_step_is_planned_in_one_place():
     assert calls["run_inputs"] == {"trainer_module/run.py", "trainer_module/tuning.py"}
 
 
+# --- Validation slice ------------------------------------------------------------------------
+
+def test_a_validation_slice_too_small_to_tell_epochs_apart_trains_instead(transformed_data,
+                                                                          tmp_path):
+    """1,000 training rows: a 30% slice is held out; a 5% one (~50 rows) would score epochs on
+    noise, so every row fits instead, unless the caller (the Tuner) needs a slice anyway."""
+    spec = transformed_data.spec
+
+    def parts(fraction: float, **kwargs) -> tuple[dict[str, int], bool]:
+        config = TrainerConfig.create(validation_fraction=fraction)
+        args = _fn_args(transformed_data, str(tmp_path), 0, validation_fraction=fraction)
+        args.train_steps = None
+        inputs = plan.run_inputs(config, spec, args, **kwargs)
+        assert inputs.plan.validation_examples == inputs.examples[data.VALIDATION]
+        return inputs.examples, inputs.validation is not None
+
+    held, validated = parts(0.3)
+    assert held[data.VALIDATION] >= plan.MIN_VALIDATION_ROWS and validated
+    assert sum(held.values()) == 1000
+    assert parts(0.05) == ({data.FIT: 1000, data.VALIDATION: 0}, False)
+    small, validated = parts(0.05, min_validation_rows=1)
+    assert 0 < small[data.VALIDATION] < plan.MIN_VALIDATION_ROWS and validated
+
+
 # --- Learning rate --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("rule, factor", [("none", 1.0), ("linear", 8.0), ("sqrt", 8 ** 0.5)])

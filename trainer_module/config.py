@@ -47,7 +47,8 @@ class DataConfig:
     validation_fraction: the share of the training split held out (by a hash of each
       example, so the same rows every epoch and every run) to score each epoch for early
       stopping. The Evaluator's eval split is never seen by the Trainer, so its blessing stays
-      unbiased. 0: no validation slice, and no early stopping.
+      unbiased. 0: no validation slice, and no early stopping; a slice that would hold
+      fewer than plan.MIN_VALIDATION_ROWS rows is not held out either.
     """
 
     per_replica_batch_size: int = 256

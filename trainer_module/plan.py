@@ -24,6 +24,9 @@ from trainer_module.dataset_spec import DatasetSpec
 # Train steps per host round trip when the config says 0 (auto): a TPU idles between
 # executions, and even on CPU a small step costs less than Keras' per-call overhead.
 STEPS_PER_EXECUTION = 32
+# The fewest rows a validation slice holds: on fewer, the loss of one epoch against another's
+# is mostly which few rows fell in the slice (penguins' 229 training rows give ~20).
+MIN_VALIDATION_ROWS = 100
 
 
 class PlanError(ValueError):
@@ -306,15 +309,27 @@ class RunInputs:
             fit_rows=self.examples[data.FIT], validation_rows=self.examples[data.VALIDATION])
 
 
-def run_inputs(config: TrainerConfig, spec: DatasetSpec, fn_args: FnArgs) -> RunInputs:
+def run_inputs(config: TrainerConfig, spec: DatasetSpec, fn_args: FnArgs,
+               min_validation_rows: int = MIN_VALIDATION_ROWS) -> RunInputs:
     """The plan and the data for a Trainer or Tuner run: one raw pass counts the training
     split's parts, the plan follows from them, the datasets from the plan.
+
+    A validation slice of fewer than `min_validation_rows` rows is not held out: every
+    training row fits, and the budget's last epoch is kept.
 
     Raises:
       PlanError: as `make_plan`.
       strategy.TPUUnavailableError: strategy='tpu' and no TPU is reachable.
     """
     examples = data.count_examples(fn_args.train_files, config.data.validation_fraction)
+    if 0 < examples[data.VALIDATION] < min_validation_rows:
+        logging.warning(
+            "validation_fraction=%g would hold out %d rows, fewer than the %d an epoch's score "
+            "needs to mean more than noise: no validation slice; all %d training rows fit and "
+            "the last epoch is kept", config.data.validation_fraction,
+            examples[data.VALIDATION], min_validation_rows, sum(examples.values()))
+        config = config.replace(validation_fraction=0.0)
+        examples = {data.FIT: sum(examples.values()), data.VALIDATION: 0}
     plan = make_plan(config, spec, fn_args.train_steps, examples=examples)
     # transform_graph_path: what TFX sets for the Trainer and the Tuner alike.
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)

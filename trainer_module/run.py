@@ -102,7 +102,7 @@ def run_fn(fn_args: FnArgs) -> None:
         logging.warning(
             "No validation slice (validation_fraction=%g leaves %d rows for %d replicas): "
             "every epoch of the budget trains and the last weights are kept",
-            config.data.validation_fraction, plan.validation_examples, plan.replicas)
+            plan.config.data.validation_fraction, plan.validation_examples, plan.replicas)
     record = inputs.new_record()
     best = early_stopping.BestEpoch(record, config.training.early_stopping_patience)
 

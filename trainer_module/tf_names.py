@@ -13,6 +13,7 @@ report, the serving contract, predictions) keeps the column's own name.
 import hashlib
 import keyword
 import re
+from collections.abc import Iterable
 
 _PLAIN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _OTHER = re.compile(r"[^A-Za-z0-9_]+")
@@ -27,3 +28,19 @@ def tf_name(name: str) -> str:
     if not base[0].isalpha():
         base = "c_" + base
     return f"{base}_{hashlib.sha256(name.encode()).hexdigest()[:6]}"
+
+
+def loadable_as_keywords(names: Iterable[str]) -> bool:
+    """Whether TensorFlow can load back a saved function that takes each of `names` as a
+    keyword argument.
+
+    TensorFlow 2.16's loader rebuilds such a parameter from the name with every character that
+    is not a letter or digit as '_', and 'arg_' before a leading non-letter (`sanitize_arg_name`
+    in tensorflow/core/function/polymorphism/function_type.py). A Python keyword (`class`), or
+    two names that come out alike, cannot be parameters, and the SavedModel does not load.
+    """
+    rebuilt = []
+    for name in names:
+        swapped = "".join(c if c.isalnum() else "_" for c in name)
+        rebuilt.append(swapped if swapped[:1].isalpha() else "arg_" + swapped)
+    return len(set(rebuilt)) == len(rebuilt) and not any(map(keyword.iskeyword, rebuilt))

@@ -75,7 +75,8 @@ def tuner_fn(fn_args: FnArgs) -> TunerFnResult:
     config = TrainerConfig.from_custom_config(fn_args.custom_config)
     spec = DatasetSpec.from_custom_config(fn_args.custom_config)
     trials = int((fn_args.custom_config or {}).get(TUNER_TRIALS_KEY) or 1)
-    inputs = run_inputs(config, spec, fn_args)
+    # Trials need a slice to be scored on, however small.
+    inputs = run_inputs(config, spec, fn_args, min_validation_rows=1)
     plan = inputs.plan
     if inputs.validation is None:
         raise ValueError(
