@@ -141,7 +141,7 @@ class Dialect:
 def scan(data_dir: str, dialect: Dialect = Dialect()) -> dict[str, Column]:
     columns: dict[str, Column] = {}
     for path in csv_check.csv_files(data_dir):
-        with open(path, newline="", encoding="utf-8-sig") as f:
+        with csv_check.open_text(path) as f:
             reader = csv.reader(f, delimiter=dialect.delimiter)
             header = next(reader, [])
             for name in header:
@@ -360,7 +360,8 @@ def _statistics(data_dir: str, columns: dict[str, Column], dialect: Dialect):
     import apache_beam as beam
     import tensorflow_data_validation as tfdv
     from tensorflow_data_validation.coders import csv_decoder
-    from tfx.components.example_gen.csv_example_gen import executor as tfx_csv
+
+    from pipeline.components import example_gen
 
     gaps = [i for i, c in enumerate(columns.values()) if c.is_number and c.markers]
 
@@ -379,7 +380,7 @@ def _statistics(data_dir: str, columns: dict[str, Column], dialect: Dialect):
             # CsvExampleGen's own reader: one record per row, also where a quoted value holds
             # a line break.
             lines = (p | beam.Create(csv_check.csv_files(data_dir))
-                     | beam.ParDo(tfx_csv._ReadCsvRecordsFromTextFile()))
+                     | beam.ParDo(example_gen.ReadCsvRecords()))
             if gaps:
                 lines = lines | beam.Map(blank_markers)
             _ = (lines
@@ -410,7 +411,7 @@ def _positive_last(classes: list[str], counts: dict[str, int]) -> tuple[list[str
 def _label_counts(data_dir: str, label: str, delimiter: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     for path in csv_check.csv_files(data_dir):
-        with open(path, newline="", encoding="utf-8-sig") as f:
+        with csv_check.open_text(path) as f:
             reader = csv.reader(f, delimiter=delimiter)
             index = next(reader, []).index(label)
             for row in reader:

@@ -9,12 +9,20 @@ import csv
 import dataclasses
 import functools
 import glob
+import gzip
 import os
+from typing import IO
 
 from pipeline.errors import ConfigError
 from trainer_module.dataset_spec import DELIMITERS
 from trainer_module.missing import NO_EXTRA, is_missing
 
+# The files CsvExampleGen reads as one split (the pattern of its input config): *.csv, and
+# *.csv.gz, which Beam's reader decompresses by the name. Anything else the pattern matches
+# stops the check.
+CSV_PATTERN = "*.csv*"
+GZIP_SUFFIX = ".csv.gz"
+CSV_SUFFIXES = (".csv", GZIP_SUFFIX)
 BOM = "\ufeff"  # the UTF-8 byte-order mark Excel's "CSV UTF-8" writes first
 # The delimiters a spec may name, by name; a header that splits on one of these but not on the
 # spec's delimiter is such an export.
@@ -44,7 +52,31 @@ class Scan:
 
 
 def csv_files(data_dir: str) -> list[str]:
-    return sorted(glob.glob(os.path.join(data_dir, "*.csv")))
+    """The data files of a folder: CSV text, or the same gzip-compressed."""
+    return sorted(p for p in glob.glob(os.path.join(data_dir, CSV_PATTERN))
+                  if p.endswith(CSV_SUFFIXES))
+
+
+def open_text(path: str) -> IO[str]:
+    """A data file as CSV text (a .gz file decompressed), for the csv module: no newline
+    translation, no byte-order mark."""
+    if path.endswith(GZIP_SUFFIX):
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
+
+
+def open_bytes(path: str) -> IO[bytes]:
+    """A data file's bytes, a .gz file decompressed."""
+    return gzip.open(path, "rb") if path.endswith(GZIP_SUFFIX) else open(path, "rb")
+
+
+def text_bytes(path: str) -> int:
+    """The size of a data file's CSV text: a gzip file's trailer records it (modulo 4 GiB)."""
+    if not path.endswith(GZIP_SUFFIX):
+        return os.path.getsize(path)
+    with open(path, "rb") as f:
+        f.seek(-4, os.SEEK_END)
+        return int.from_bytes(f.read(4), "little")
 
 
 def header_of(first_line: str, delimiter: str = ",") -> list[str]:
@@ -65,8 +97,9 @@ def detect_delimiter(first_line: str) -> str:
 
 def file_delimiter(path: str) -> str:
     """`detect_delimiter` of a file's header line."""
-    with open(path, encoding="utf-8-sig", errors="replace") as f:
-        return detect_delimiter(f.readline().rstrip("\r\n"))
+    with open_bytes(path) as f:
+        line = f.readline().decode("utf-8", errors="replace").removeprefix(BOM)
+    return detect_delimiter(line.rstrip("\r\n"))
 
 
 def check_data_dir(data_dir: str, columns: list[str], schema_path: str,
@@ -84,14 +117,14 @@ def check_data_dir(data_dir: str, columns: list[str], schema_path: str,
         raise ConfigError(f"data_dir={data_dir!r}: no such directory; expected a folder of "
                           "CSV files with a header row")
     files = csv_files(data_dir)
-    compressed = sorted(glob.glob(os.path.join(data_dir, "*.csv.gz")))
-    if compressed:
-        raise ConfigError(f"data file {compressed[0]!r} is gzip-compressed: CsvExampleGen reads "
-                          "*.csv files only; decompress it in place (`gunzip "
-                          f"{compressed[0]}`)")
+    strays = sorted(set(glob.glob(os.path.join(data_dir, CSV_PATTERN))) - set(files))
+    if strays:
+        raise ConfigError(f"data file {strays[0]!r} is neither *.csv nor *.csv.gz, yet "
+                          f"CsvExampleGen reads every {CSV_PATTERN} file of data_dir as CSV: "
+                          "move it out of the folder")
     if not files:
-        raise ConfigError(f"data_dir={data_dir!r} holds no *.csv files: expected one or more "
-                          "CSV files with a header row")
+        raise ConfigError(f"data_dir={data_dir!r} holds no *.csv or *.csv.gz files: expected "
+                          "one or more CSV files with a header row")
     first_header: tuple[str, ...] | None = None
     data_rows = missing_labels = 0
     for path in files:
@@ -152,7 +185,7 @@ def _scan_once(path: str, size: int, mtime_ns: int, label: LabelCheck | None, de
                 ) from None
 
     try:
-        with open(path, "rb") as f:
+        with open_bytes(path) as f:
             reader = csv.reader(decoded_lines(f), delimiter=delimiter)
             header = next(reader, None)
             if not header:
@@ -180,7 +213,7 @@ def _scan_once(path: str, size: int, mtime_ns: int, label: LabelCheck | None, de
                         f"data file {path!r}, line {reader.line_num}: label {label.column!r} = "
                         f"{value!r} is not one of the spec's classes {sorted(allowed)}; add "
                         "it to classes under [label] in the dataset spec, or fix the row")
-    except (OSError, csv.Error) as e:
+    except (OSError, EOFError, csv.Error) as e:
         raise ConfigError(f"data file {path!r} cannot be read as CSV: {e}") from e
     return Scan(tuple(header), rows, missing)
 

@@ -14,7 +14,7 @@ from tfx.orchestration.metadata import sqlite_metadata_connection_config
 from tfx.orchestration.pipeline import Pipeline
 from tfx.proto import example_gen_pb2, pusher_pb2, trainer_pb2
 
-from pipeline import names
+from pipeline import csv_check, names
 from pipeline.cache_keys import file_hash, key_step
 from pipeline.components import eval_metrics
 from pipeline.components.anomaly_gate import AnomalyGate
@@ -36,10 +36,10 @@ TUNER_FN = "trainer_module.tuning.tuner_fn"
 
 
 def csv_input_config() -> example_gen_pb2.Input:
-    """CsvExampleGen's input: every *.csv file of the folder, one split (the output is split
-    by hash, train 2 : eval 1, TFX's default)."""
+    """CsvExampleGen's input: every *.csv and *.csv.gz file of the folder, one split (the
+    output is split by hash, train 2 : eval 1, TFX's default)."""
     return example_gen_pb2.Input(
-        splits=[example_gen_pb2.Input.Split(name="csv", pattern="*.csv")])
+        splits=[example_gen_pb2.Input.Split(name="csv", pattern=csv_check.CSV_PATTERN)])
 
 
 def _threshold(spec: DatasetSpec, threshold: Threshold) -> tfma.MetricThreshold:

@@ -22,11 +22,13 @@ def main(argv: list[str] | None = None) -> int:
     data_dir = args.data_dir or datasets.shipped_data_dir(args.dataset)
     files = csv_check.csv_files(data_dir)
     if not files:
-        print(f"error: no *.csv files in {data_dir!r}: set DATA_DIR", file=sys.stderr)
+        print(f"error: no *.csv or *.csv.gz files in {data_dir!r}: set DATA_DIR",
+              file=sys.stderr)
         return 2
     import tensorflow_data_validation as tfdv
 
-    stats = tfdv.generate_statistics_from_csv(data_location=os.path.join(data_dir, "*.csv"))
+    stats = tfdv.generate_statistics_from_csv(data_location=os.path.join(data_dir,
+                                                                          csv_check.CSV_PATTERN))
     schema = tfdv.infer_schema(stats)
     output = os.path.join(folder, "inferred_schema.pbtxt")
     os.makedirs(folder, exist_ok=True)

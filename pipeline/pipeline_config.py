@@ -40,7 +40,7 @@ MULTI_PROCESSING_MIN_BYTES = 64 * 2**20
 def local_beam_args(data_dir: str, cores: int | None = None) -> tuple[str, ...]:
     """DirectRunner's mode and workers for a local run, chosen by the size of the data."""
     cores = cores or os.cpu_count() or 1
-    size = sum(os.path.getsize(p) for p in csv_check.csv_files(data_dir))
+    size = sum(csv_check.text_bytes(p) for p in csv_check.csv_files(data_dir))
     if cores > 1 and size >= MULTI_PROCESSING_MIN_BYTES:
         mode = ("--direct_running_mode=multi_processing", f"--direct_num_workers={cores}")
     else:

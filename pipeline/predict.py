@@ -10,13 +10,12 @@ rows scored and rejected per file). The exit code is 1 when any row was rejected
 
 import argparse
 import csv
-import glob
 import json
 import os
 import sys
 import time
 
-from pipeline import console
+from pipeline import console, csv_check
 from pipeline.env_settings import for_output_dir
 from pipeline.pipeline_config import PREDICTIONS_DIR, ConfigError
 
@@ -50,9 +49,9 @@ def input_files(data_dir: str) -> list[str]:
     if not os.path.isdir(data_dir):
         raise ConfigError(f"DATA_DIR={data_dir!r}: no such folder; expected a folder of CSV "
                           "files with a header row")
-    files = sorted(glob.glob(os.path.join(data_dir, "*.csv")))
+    files = csv_check.csv_files(data_dir)
     if not files:
-        raise ConfigError(f"DATA_DIR={data_dir!r} holds no *.csv file")
+        raise ConfigError(f"DATA_DIR={data_dir!r} holds no *.csv or *.csv.gz file")
     return files
 
 

@@ -198,16 +198,30 @@ def test_quoted_values_may_hold_the_delimiter_and_line_breaks(tmp_path):
     assert csv_check.check_data_dir(data, [f.name for f in schema.feature], "schema.pbtxt") == 0
 
 
-def test_a_gzip_compressed_export_stops_saying_to_decompress_it(tmp_path, capsys):
+def test_a_gzip_compressed_export_is_read_as_its_text(tmp_path, capsys):
+    """rows.csv.gz beside more.csv: make dataset, the runner's check and the row count read
+    the compressed rows as text; a file the data pattern matches but nothing reads stops."""
     import gzip
 
     folder = tmp_path / "export"
     folder.mkdir()
-    with gzip.open(folder / "rows.csv.gz", "wt") as f:
-        f.write("a,y\n1,0\n")
+    rows = [f"{i},{i * 0.5:.1f},{'yes' if i % 3 else 'no'}" for i in range(150)]
+    with gzip.open(folder / "rows.csv.gz", "wt", encoding="utf-8") as f:
+        f.write("\ufeffn,amount,y\r\n" + "\r\n".join(rows[:100]) + "\r\n")
+    (folder / "more.csv").write_text("n,amount,y\n" + "\n".join(rows[100:]) + "\n")
+    assert csv_check.csv_files(str(folder)) == [str(folder / "more.csv"),
+                                                str(folder / "rows.csv.gz")]
     assert bootstrap.main(["--name", "gz", "--data-dir", str(folder), "--label", "y", "--task",
-                           "binary", "--schemas-dir", str(tmp_path)]) == 2
-    assert "is gzip-compressed" in capsys.readouterr().err
+                           "binary", "--schemas-dir", str(tmp_path)]) == 0
+    spec, schema = datasets.load_spec(str(tmp_path / "gz"))
+    assert {f.name for f in schema.feature} == {"n", "amount", "y"}  # no byte-order mark
+    assert spec.label == "y" and "150 rows" in capsys.readouterr().out
+    assert csv_check.check_data_dir(str(folder), ["n", "amount", "y"], "schema.pbtxt") == 0
+    assert csv_check.text_bytes(str(folder / "rows.csv.gz")) == len(
+        gzip.open(folder / "rows.csv.gz").read())
+    (folder / "rows.csv.bak").write_text("old")
+    with pytest.raises(ConfigError, match=r"rows.csv.bak' is neither \*.csv nor \*.csv.gz"):
+        csv_check.check_data_dir(str(folder), ["n"], "schema.pbtxt")
 
 
 @pytest.mark.parametrize("name", ["../outside", "Mixed", "a/b", "x y"])

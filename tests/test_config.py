@@ -132,7 +132,7 @@ def test_missing_data_dir(tmp_path):
 
 def test_data_dir_without_csv(tmp_path):
     (tmp_path / "notes.txt").write_text("x")
-    with pytest.raises(ConfigError, match=r"holds no \*.csv files"):
+    with pytest.raises(ConfigError, match=r"holds no \*.csv or \*.csv.gz files"):
         PipelineConfig(data_dir=str(tmp_path)).validate()
 
 

@@ -132,6 +132,30 @@ def test_executor_writes_tfx_examples_in_tfx_splits(tmp_path, partition_feature)
             assert collections.Counter(ours[split]) == _by_content(records), split
 
 
+def test_a_gzip_compressed_file_gives_the_examples_its_text_gives(tmp_path):
+    """The same rows as a.csv and as b.csv.gz beside it: one split, the same examples in the
+    same splits as the plain files give (Beam's reader decompresses by the name)."""
+    import gzip
+
+    header, *lines = _shipped_csv().splitlines(keepends=True)
+    plain, mixed = tmp_path / "plain", tmp_path / "mixed"
+    plain.mkdir()
+    mixed.mkdir()
+    for folder in (plain, mixed):
+        (folder / "a.csv").write_text(header + "".join(lines[:600]), encoding="utf-8")
+    (plain / "b.csv").write_text(header + "".join(lines[600:1200]), encoding="utf-8")
+    with gzip.open(mixed / "b.csv.gz", "wt", encoding="utf-8") as f:
+        f.write(header + "".join(lines[600:1200]))
+    output_config = example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
+        splits=[example_gen_pb2.SplitConfig.Split(name="train", hash_buckets=2),
+                example_gen_pb2.SplitConfig.Split(name="eval", hash_buckets=1)]))
+    expected = _run(example_gen.Executor, plain, tmp_path / "from_plain", output_config)
+    got = _run(example_gen.Executor, mixed, tmp_path / "from_mixed", output_config)
+    assert sum(len(records) for records in got.values()) == 1200
+    for split, records in expected.items():
+        assert collections.Counter(got[split]) == collections.Counter(records), split
+
+
 def test_component_runs_this_executor_and_keys_its_cache_on_its_code():
     component = example_gen.CsvExampleGen(input_base="/data", input_config=csv_input_config())
     assert component.id == "CsvExampleGen"

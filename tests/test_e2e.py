@@ -6,6 +6,7 @@ pushed SavedModel answering raw tf.Examples.
 
 import csv
 import glob
+import gzip
 import itertools
 import json
 import math
@@ -338,8 +339,10 @@ def _assert_store_consistent(metadata_path: str) -> None:
 def test_tfx_cli_creates_and_runs_the_pipeline_on_another_data_dir(tmp_path):
     data_dir = tmp_path / "my_data"
     data_dir.mkdir()
-    with open(TAXI.csv_path, encoding="utf-8") as f:
-        (data_dir / "trips.csv").write_text("".join(f.readlines()[:3001]))
+    # An export as it often comes: gzip-compressed.
+    with open(TAXI.csv_path, encoding="utf-8") as f, gzip.open(data_dir / "trips.csv.gz",
+                                                               "wt") as out:
+        out.write("".join(f.readlines()[:3001]))
     output = tmp_path / "out"
     env = _env(output, DATA_DIR=str(data_dir), LOCAL_HOME=str(tmp_path / "tfx_home"))
     tfx = shutil.which("tfx", path=env["PATH"])

@@ -2,6 +2,7 @@
 signature, every row accounted for (scored, or rejected with its reason)."""
 
 import csv
+import gzip
 import json
 import os
 
@@ -26,15 +27,21 @@ def _exported(data, folder) -> str:
     return str(folder)
 
 
+def _open(path, mode: str):
+    """A CSV file, gzip-compressed where its name says so."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    return opener(path, mode + "t", newline="", encoding="utf-8")
+
+
 def _write(path, rows) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with _open(path, "w") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
 
 
 def _read(path) -> list[dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as f:
+    with _open(path, "r") as f:
         return list(csv.DictReader(f))
 
 
@@ -50,12 +57,12 @@ def test_scores_every_good_row_like_serving_default_and_reports_the_rest(task_da
     data_dir = tmp_path / "new"
     data_dir.mkdir()
     _write(data_dir / "a.csv", rows[:10])
-    _write(data_dir / "b.csv", rows[10:])
+    _write(data_dir / "b.csv.gz", rows[10:])  # scored, and written back, compressed
     summary = predict.predict_folder(model_dir, str(data_dir), str(tmp_path / "out"))
 
     assert summary["rows"] == len(rows) and summary["rejected"] == 2
     assert summary["files"] == {"a.csv": {"scored": 8, "rejected": 2},
-                                "b.csv": {"scored": len(rows) - 10, "rejected": 0}}
+                                "b.csv.gz": {"scored": len(rows) - 10, "rejected": 0}}
     folder = summary["output"]
     assert os.path.dirname(folder) == str(tmp_path / "out" / "predictions")
     with open(os.path.join(folder, predict.SUMMARY_FILE), encoding="utf-8") as f:
@@ -66,7 +73,7 @@ def test_scores_every_good_row_like_serving_default_and_reports_the_rest(task_da
     assert rejected[1]["reason"].startswith(f"{number}: 'twelve' is not a number")
     assert json.loads(rejected[1]["cells"])[number] == "twelve"
 
-    scored = _read(os.path.join(folder, "a.csv")) + _read(os.path.join(folder, "b.csv"))
+    scored = _read(os.path.join(folder, "a.csv")) + _read(os.path.join(folder, "b.csv.gz"))
     good = [r for i, r in enumerate(rows) if i not in bad]
     columns = list(batch_predict.load_predictor(model_dir).output_columns)
     assert list(scored[0]) == list(rows[0]) + columns
@@ -102,7 +109,7 @@ def test_inputs_it_cannot_score_are_named(transformed_data, tmp_path, capsys):
     data_dir.mkdir()
     assert predict.main(["--data-dir", str(data_dir), "--model-dir", model_dir,
                          "--output-dir", str(tmp_path / "out")]) == 2
-    assert "holds no *.csv file" in capsys.readouterr().err
+    assert "holds no *.csv or *.csv.gz file" in capsys.readouterr().err
     rows = [{k: v for k, v in r.items() if k != "fare"} for r in transformed_data.eval_csv_rows]
     _write(data_dir / "no_fare.csv", rows)
     assert predict.main(["--data-dir", str(data_dir), "--model-dir", model_dir,

@@ -204,11 +204,29 @@ class _ColumnTypeInferrer(csv_decoder.ColumnTypeInferrer):
         return accumulator
 
 
+class ReadCsvRecords(beam.DoFn):
+    """TFX's `_ReadCsvRecordsFromTextFile`: the header skipped, one record per row, a row
+    spanning lines where a quoted value holds a line break. It reads line by line, since the
+    file object Beam opens for a .gz file (decompressing it) cannot be iterated."""
+
+    def process(self, csv_file: str) -> Iterable[str]:
+        with beam.io.filesystems.FileSystems.open(csv_file) as f:
+            f.readline()
+            record = tfx_csv._CsvLineBuffer()
+            for line in iter(f.readline, b""):
+                record.write(line.decode("utf-8"))
+                if record.is_complete_line():
+                    yield record.read()
+            if not record.is_empty():
+                raise ValueError(f"Csv record had unbalanced quotes. File: {csv_file}")
+
+
 def _column_names(csv_file: str, delimiter: str) -> list[str]:
     """The header as the checks before the run read it (TFX splits the line on commas, which
-    keeps the quotes of a quoted name and a byte-order mark)."""
-    with fileio.open(csv_file) as f:
-        return header_of(f.readline(), delimiter)
+    keeps the quotes of a quoted name and a byte-order mark), the file opened as the record
+    reader opens it (a .gz file decompressed)."""
+    with beam.io.filesystems.FileSystems.open(csv_file) as f:
+        return header_of(f.readline().decode("utf-8"), delimiter)
 
 
 def dialect(exec_properties: dict[str, Any]) -> tuple[str, frozenset[str]]:
@@ -219,7 +237,7 @@ def dialect(exec_properties: dict[str, Any]) -> tuple[str, frozenset[str]]:
 
 class _CsvToSerializedExample(beam.PTransform):
     """TFX's `_CsvToExample` (same files, header checks, line reading and CSV parsing), with
-    `_ColumnTypeInferrer` and `_EncodeRows`."""
+    `ReadCsvRecords`, `_ColumnTypeInferrer` and `_EncodeRows`."""
 
     def __init__(self, exec_properties: dict[str, Any], split_pattern: str):
         self._csv_pattern = os.path.join(
@@ -237,7 +255,7 @@ class _CsvToSerializedExample(beam.PTransform):
                     f"Files in same split {self._csv_pattern} have different header.")
         parsed = (pipeline
                   | "CreateFilenames" >> beam.Create(csv_files)
-                  | "ReadFromText" >> beam.ParDo(tfx_csv._ReadCsvRecordsFromTextFile())
+                  | "ReadFromText" >> beam.ParDo(ReadCsvRecords())
                   | "ParseCSVLine" >> beam.ParDo(
                       csv_decoder.ParseCSVLine(delimiter=self._delimiter))
                   | "ExtractParsedCSVLines" >> beam.Keys())
