@@ -10,7 +10,7 @@ import tf_keras
 
 from trainer_module import export, feature_signature
 from trainer_module.config import TrainerConfig
-from trainer_module.features import CATEGORY
+from trainer_module.features import CATEGORY, FLOAT, PACKED_NAMES
 from trainer_module.model import build_model, category_sizes, compile_model, model_inputs
 
 # The serving outputs each task promises: name → (dtype, width; None: the class count).
@@ -29,8 +29,13 @@ def _model(data, config=None, scale=(0.0, 1.0)) -> tf_keras.Model:
 
 
 def test_model_takes_every_output_of_the_spec(task_data):
+    """Each category id as an input of its own; every float in Transform's packed vector."""
     model = _model(task_data)
-    assert set(model.input_names) == {o.name for o in task_data.spec.model_outputs()}
+    outputs = task_data.spec.model_outputs()
+    floats = [o for o in outputs if o.kind != CATEGORY]
+    assert floats and set(model.input_names) == (
+        {o.name for o in outputs if o.kind == CATEGORY} | {PACKED_NAMES[FLOAT]})
+    assert model.get_layer(PACKED_NAMES[FLOAT]).output.shape == (None, len(floats))
     assert model.output_shape == (None, task_data.spec.num_classes)
 
 

@@ -1,10 +1,10 @@
 """The Keras model, generated from the dataset spec: an embedding per category id, the float
 features as they are, an MLP on top, and the task's head.
 
-Built with Keras 2 (`tf_keras`), which TFX 1.16 exports as a TF SavedModel. Inputs are the
-transformed features as int32 ids and float32 values of shape [batch], unpacked from
-Transform's packed vectors; the model's contract with the input pipeline and the serving
-signature is `model_inputs`.
+Built with Keras 2 (`tf_keras`), which TFX 1.16 exports as a TF SavedModel. Inputs are
+Transform's packed vector of every float feature, as it comes ([batch, n] float32), and each
+category id on its own ([batch] int32, for its embedding); the model's contract with the input
+pipeline and the serving signature is `model_inputs`.
 """
 
 import tensorflow as tf
@@ -13,7 +13,7 @@ import tf_keras
 
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
-from trainer_module.features import CATEGORY
+from trainer_module.features import CATEGORY, FLOAT, PACKED_NAMES
 from trainer_module.tf_names import tf_name
 
 # A regression head's (mean, std) of the label; classification heads ignore it.
@@ -21,17 +21,22 @@ NO_SCALE = (0.0, 1.0)
 
 
 def model_inputs(transformed: dict[str, tf.Tensor], spec: DatasetSpec) -> dict[str, tf.Tensor]:
-    """The model's inputs, one [batch] tensor each, unpacked from Transform's packed vectors,
-    with TPU-friendly dtypes.
+    """The model's inputs from Transform's packed vectors, with TPU-friendly dtypes: the float
+    vector whole (float32), each category id unpacked to its own [batch] tensor (int32: XLA on
+    TPU has no native int64).
 
-    Category ids go to int32 (XLA on TPU has no native int64), values to float32.
+    One input for all floats keeps the Keras graph small: a numeric column with quantile bins
+    has 18 float outputs, and an input layer each made tracing, saving and loading the model
+    slower by seconds.
     """
     inputs = {}
     for name, packed in spec.packed_inputs().items():
-        vector = tf.cast(transformed[name], tf.int32 if packed[0].kind == CATEGORY else tf.float32)
-        inputs.update(zip((out.name for out in packed), tf.unstack(vector, len(packed), axis=1),
-                          strict=True))
-    return {out.name: inputs[out.name] for out in spec.model_outputs()}
+        if packed[0].kind != CATEGORY:
+            inputs[name] = tf.cast(transformed[name], tf.float32)
+            continue
+        ids = tf.unstack(tf.cast(transformed[name], tf.int32), len(packed), axis=1)
+        inputs.update(zip((out.name for out in packed), ids, strict=True))
+    return inputs
 
 
 def category_sizes(spec: DatasetSpec, tf_transform_output: tft.TFTransformOutput) -> dict[str, int]:
@@ -52,28 +57,31 @@ def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
     regularizer = tf_keras.regularizers.L2(settings.l2) if settings.l2 else None
     inputs = {}
     parts = []
-    numeric = []
     groups: dict[str, list] = {}
     for out in spec.model_outputs():
-        if out.kind == CATEGORY and out.group:
-            inputs[out.name] = tf_keras.Input(shape=(), dtype=tf.int32, name=tf_name(out.name))
+        if out.kind != CATEGORY:
+            continue
+        inputs[out.name] = tf_keras.Input(shape=(), dtype=tf.int32, name=tf_name(out.name))
+        if out.group:
             groups.setdefault(out.group, []).append((out, inputs[out.name]))
-        elif out.kind == CATEGORY:
-            inputs[out.name] = tf_keras.Input(shape=(), dtype=tf.int32, name=tf_name(out.name))
+        else:
             parts.append(tf_keras.layers.Embedding(
                 sizes[out.name], settings.embedding_dim, name=f"{tf_name(out.name)}_embedding",
                 embeddings_regularizer=regularizer)(inputs[out.name]))
-        else:
-            inputs[out.name] = tf_keras.Input(shape=(), dtype=tf.float32,
-                                              name=tf_name(out.name))
-            numeric.append(tf_keras.layers.Reshape((1,))(inputs[out.name]))
     dims = {f.column: f.params.get("dim", settings.embedding_dim) for f in spec.features}
     for group, members in groups.items():
         parts.append(TokenMean(sizes[members[0][0].name], dims[group], regularizer,
                                name=f"{tf_name(group)}_embedding")([m[1] for m in members]))
-    if numeric:
-        parts.insert(0, tf_keras.layers.Concatenate(name="numeric")(numeric)
-                     if len(numeric) > 1 else numeric[0])
+    floats = [out.name for out in spec.model_outputs() if out.kind != CATEGORY]
+    if floats:
+        values = PACKED_NAMES[FLOAT]
+        inputs[values] = tf_keras.Input(shape=(len(floats),), dtype=tf.float32,
+                                        name=tf_name(values))
+        # The packed vector is in name order; the first layer's rows are in the spec's.
+        packed = [out.name for out in spec.packed_inputs()[values]]
+        order = [packed.index(name) for name in floats]
+        parts.insert(0, tf.gather(inputs[values], order, axis=1)
+                     if order != sorted(order) else inputs[values])
     x = tf_keras.layers.Concatenate(name="all_features")(parts) if len(parts) > 1 else parts[0]
     for i, width in enumerate(settings.hidden_units):
         x = tf_keras.layers.Dense(width, activation="relu", name=f"hidden_{i}",
