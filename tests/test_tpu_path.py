@@ -22,7 +22,7 @@ from tfx.components.trainer.fn_args_utils import FnArgs
 from trainer_module import plan, run, strategy, tpu_check
 from trainer_module.config import TrainerConfig
 from trainer_module.executor import RAW_EVAL_FILES_KEY
-from trainer_module.features import CATEGORY, transformed_name
+from trainer_module.features import CATEGORY, FLOAT, PACKED_NAMES
 from trainer_module.strategy import TPURuntime, get_distribution_strategy
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -224,7 +224,11 @@ def test_train_step_compiles_with_xla_and_traces_once(task_data):
     assert report.xla_ok, report.xla_error
     assert report.traces == 1 and report.steps_run == 16
     assert report.ready
-    assert all(shape == [32] for shape, _ in report.features.values())
+    # Each category id on its own, every float in one packed vector: all of fixed shape.
+    features = dict(report.features)
+    floats = sum(o.kind != CATEGORY for o in task_data.spec.model_outputs())
+    assert features.pop(PACKED_NAMES[FLOAT])[0] == [32, floats]
+    assert all(shape == [32] for shape, _ in features.values())
     assert all(dtype in ("float32", "int32") for _, dtype in report.features.values())
     # The step a TPU runs: bfloat16 compute, float32 variables, compiled by XLA.
     assert report.precision == "mixed_bfloat16"
@@ -251,12 +255,14 @@ def test_xla_failure_names_the_op(transformed_data):
     spec = transformed_data.spec
 
     def string_model() -> tf_keras.Model:
-        inputs = {o.name: tf_keras.Input(shape=(), dtype=tf.int32 if o.kind == CATEGORY
-                                         else tf.float32, name=o.name)
-                  for o in spec.model_outputs()}
+        floats = sum(o.kind != CATEGORY for o in spec.model_outputs())
+        inputs = {o.name: tf_keras.Input(shape=(), dtype=tf.int32, name=o.name)
+                  for o in spec.model_outputs() if o.kind == CATEGORY}
+        inputs[PACKED_NAMES[FLOAT]] = tf_keras.Input(shape=(floats,), dtype=tf.float32,
+                                                     name=PACKED_NAMES[FLOAT])
         # A string op inside the step, as a careless model would have: XLA cannot compile it.
         as_text = tf_keras.layers.Lambda(lambda x: tf.strings.to_number(tf.strings.as_string(x)))
-        hidden = tf_keras.layers.Reshape((1,))(as_text(inputs[transformed_name("fare")]))
+        hidden = as_text(inputs[PACKED_NAMES[FLOAT]])
         return tf_keras.Model(inputs, tf_keras.layers.Dense(1, activation="sigmoid")(hidden))
 
     report = tpu_check.check(transformed_data.transform_dir, transformed_data.train_files,
