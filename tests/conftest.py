@@ -10,6 +10,7 @@ import os
 import random
 import socket
 import sys
+from typing import Any
 
 import pytest
 
@@ -75,13 +76,25 @@ def transform(rows: list[dict[str, str]], transform_dir: str,
     return {k: v.numpy() for k, v in output.transform_features_layer()(raw).items()}
 
 
+def float_input(inputs: dict, name: str, spec) -> Any:
+    """One float output of a batch of model inputs: its column of the packed float vector."""
+    from trainer_module.features import FLOAT, PACKED_NAMES
+
+    packed = [o.name for o in spec.packed_inputs()[PACKED_NAMES[FLOAT]]]
+    return inputs[PACKED_NAMES[FLOAT]][:, packed.index(name)]
+
+
 def unpacked(columns: dict, dataset: DatasetRows = TAXI) -> dict:
-    """`transform`'s columns with the packed vectors split into the model's inputs (by name),
-    through the model's own `model_inputs`; the label columns as they are."""
+    """`transform`'s columns split into one array per model output (by name), through the
+    model's own `model_inputs`; the label columns as they are."""
+    from trainer_module.features import FLOAT, PACKED_NAMES
     from trainer_module.model import model_inputs
 
     inputs = {k: v.numpy() for k, v in model_inputs(columns, dataset.spec).items()}
-    return {**inputs, **{k: columns[k] for k in dataset.spec.label_outputs}}
+    floats = {o.name: float_input(inputs, o.name, dataset.spec)
+              for o in dataset.spec.model_outputs() if o.kind == FLOAT}
+    inputs.pop(PACKED_NAMES[FLOAT], None)
+    return {**inputs, **floats, **{k: columns[k] for k in dataset.spec.label_outputs}}
 
 
 def write_transformed(columns: dict, path: str) -> None:

@@ -10,8 +10,9 @@ import pytest
 import tensorflow as tf
 import tensorflow_transform as tft
 
+from conftest import float_input
 from trainer_module import data
-from trainer_module.features import transformed_name
+from trainer_module.features import FLOAT, PACKED_NAMES, transformed_name
 
 
 def _feature_spec(data) -> dict:
@@ -30,10 +31,15 @@ def test_every_tensor_has_a_fully_static_shape(task_data):
                                spec=task_data.spec, training=training)
         inputs, label = ds.element_spec
         assert label.shape.as_list() == [64, 1] and label.dtype == label_dtype
-        assert set(inputs) == {o.name for o in task_data.spec.model_outputs()}
+        outputs = task_data.spec.model_outputs()
+        floats = sum(o.kind == FLOAT for o in outputs)
+        # Each category id on its own; every float in the one packed vector.
+        assert set(inputs) == {o.name for o in outputs if o.kind != FLOAT} | {
+            PACKED_NAMES[FLOAT]}
         for name, tensor_spec in inputs.items():
             assert tensor_spec.shape.is_fully_defined(), name
-            assert tensor_spec.shape.as_list() == [64], name
+            assert tensor_spec.shape.as_list() == (
+                [64, floats] if name == PACKED_NAMES[FLOAT] else [64]), name
             assert tensor_spec.dtype in (tf.float32, tf.int32), name
 
 
@@ -62,11 +68,13 @@ def test_blocks_cut_into_whole_batches_across_uneven_files(transformed_data, spe
                 writer.write(record)
         start += size
     monkeypatch.setattr(data, "PARSE_BLOCK_RECORDS", 100)
-    name = transformed_name("trip_start_timestamp")
+    def column(x):
+        return float_input(x, transformed_name("trip_start_timestamp"), transformed_data.spec)
+
     ds = data.make_dataset(files, spec, 64, spec=transformed_data.spec, training=False)
     batches = data.count_batches(files, 64)
-    served = np.concatenate([x[name].numpy() for x, _ in ds.take(batches)])
-    everything = np.concatenate([x[name].numpy() for x, _ in data.make_dataset(
+    served = np.concatenate([column(x) for x, _ in ds.take(batches)])
+    everything = np.concatenate([column(x) for x, _ in data.make_dataset(
         files, spec, len(records), spec=transformed_data.spec, training=False).take(1)])
     assert len(served) == batches * 64 and len(records) - len(served) < 64
     values, counts = np.unique(everything, return_counts=True)
@@ -76,15 +84,18 @@ def test_blocks_cut_into_whole_batches_across_uneven_files(transformed_data, spe
 
 
 def test_training_reshuffles_examples_across_batches(transformed_data, spec):
-    name = transformed_name("trip_start_timestamp")
+    def column(x):
+        return float_input(x, transformed_name("trip_start_timestamp"),
+                           transformed_data.spec).numpy()
+
     ordered = data.make_dataset(transformed_data.train_files, spec, 50, spec=transformed_data.spec,
                                 training=False)
     per_epoch = transformed_data.train_rows // 50
-    all_values = {v for x, _ in ordered.take(per_epoch) for v in x[name].numpy()}
+    all_values = {v for x, _ in ordered.take(per_epoch) for v in column(x)}
 
     ds = data.make_dataset(transformed_data.train_files, spec, 50, spec=transformed_data.spec,
                            training=True)
-    batches = [frozenset(x[name].numpy()) for x, _ in ds.take(3 * per_epoch)]
+    batches = [frozenset(column(x)) for x, _ in ds.take(3 * per_epoch)]
     # Every example keeps being served, and batches are not the same groups epoch after epoch.
     assert set().union(*batches) == all_values
     assert set(batches[:per_epoch]) != set(batches[per_epoch:2 * per_epoch])
@@ -106,6 +117,8 @@ def test_global_batch_is_per_replica_times_replicas(transformed_data):
 
     Runs in a fresh process: logical devices must be set before TensorFlow starts.
     """
+    floats = [o.name for o in transformed_data.spec.packed_inputs()[PACKED_NAMES[FLOAT]]]
+    values, index = PACKED_NAMES[FLOAT], floats.index(transformed_name("trip_start_timestamp"))
     script = textwrap.dedent(f"""
         import numpy as np, tensorflow as tf, tensorflow_transform as tft
         cpu = tf.config.list_physical_devices("CPU")[0]
@@ -125,10 +138,10 @@ def test_global_batch_is_per_replica_times_replicas(transformed_data):
         assert [p.shape.as_list() for p in parts] == [[16, 1]] * 8, parts
         # Together the replicas got the first 128 records, each its own 16: no overlap, no gap.
         got = np.concatenate([p.numpy() for p in
-                              dist.experimental_local_results(inputs["trip_start_timestamp_xf"])])
+                              dist.experimental_local_results(inputs[{values!r}])])[:, {index}]
         single, _ = next(iter(data.make_dataset({transformed_data.train_files!r}, spec, 128,
                                                 spec=ds_spec, training=False)))
-        assert np.array_equal(np.sort(got), np.sort(single["trip_start_timestamp_xf"].numpy()))
+        assert np.array_equal(np.sort(got), np.sort(single[{values!r}].numpy()[:, {index}]))
         assert not np.array_equal(got[:16], got[16:32]), "replicas got the same batch"
         print("OK", sum(p.shape[0] for p in parts))
     """)
