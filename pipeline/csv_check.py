@@ -53,8 +53,12 @@ class Scan:
 
 def csv_files(data_dir: str) -> list[str]:
     """The data files of a folder: CSV text, or the same gzip-compressed."""
-    return sorted(p for p in glob.glob(os.path.join(data_dir, CSV_PATTERN))
-                  if p.endswith(CSV_SUFFIXES))
+    return [p for p in _pattern_files(data_dir) if p.endswith(CSV_SUFFIXES)]
+
+
+def _pattern_files(data_dir: str) -> list[str]:
+    """Every file of the folder that CsvExampleGen's pattern matches, sorted."""
+    return sorted(glob.glob(os.path.join(data_dir, CSV_PATTERN)))
 
 
 def open_text(path: str) -> IO[str]:
@@ -116,8 +120,9 @@ def check_data_dir(data_dir: str, columns: list[str], schema_path: str,
     if not os.path.isdir(data_dir):
         raise ConfigError(f"data_dir={data_dir!r}: no such directory; expected a folder of "
                           "CSV files with a header row")
-    files = csv_files(data_dir)
-    strays = sorted(set(glob.glob(os.path.join(data_dir, CSV_PATTERN))) - set(files))
+    matched = _pattern_files(data_dir)
+    files = [p for p in matched if p.endswith(CSV_SUFFIXES)]
+    strays = [p for p in matched if p not in files]
     if strays:
         raise ConfigError(f"data file {strays[0]!r} is neither *.csv nor *.csv.gz, yet "
                           f"CsvExampleGen reads every {CSV_PATTERN} file of data_dir as CSV: "

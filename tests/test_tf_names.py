@@ -31,8 +31,8 @@ def test_every_other_name_becomes_a_scope_name_and_an_identifier_of_its_own():
 
 
 def test_names_a_saved_function_cannot_take_as_keywords_are_told_apart():
-    """TensorFlow 2.16 rebuilds a keyword parameter from a name with every other character as
-    '_' and 'arg_' before a leading non-letter (`sanitize_arg_name`); a keyword, or two names
+    """TensorFlow's loader rebuilds a keyword parameter from a name by its `sanitize_arg_name`
+    (other characters as '_', 'arg_' before a leading non-letter); a keyword, or two names
     that come out alike, cannot be parameters (the bird e2e serves a column named `class`)."""
     assert loadable_as_keywords(["fare", "Payment Method", "3rd-party", "Größe", "x.y"])
     assert not loadable_as_keywords(["fare", "class"])

@@ -80,8 +80,8 @@ def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
         # The packed vector is in name order; the first layer's rows are in the spec's.
         packed = [out.name for out in spec.packed_inputs()[values]]
         order = [packed.index(name) for name in floats]
-        parts.insert(0, tf.gather(inputs[values], order, axis=1)
-                     if order != sorted(order) else inputs[values])
+        parts.insert(0, inputs[values] if order == list(range(len(order)))
+                     else tf.gather(inputs[values], order, axis=1))
     x = tf_keras.layers.Concatenate(name="all_features")(parts) if len(parts) > 1 else parts[0]
     for i, width in enumerate(settings.hidden_units):
         x = tf_keras.layers.Dense(width, activation="relu", name=f"hidden_{i}",

@@ -34,13 +34,12 @@ def loadable_as_keywords(names: Iterable[str]) -> bool:
     """Whether TensorFlow can load back a saved function that takes each of `names` as a
     keyword argument.
 
-    TensorFlow 2.16's loader rebuilds such a parameter from the name with every character that
-    is not a letter or digit as '_', and 'arg_' before a leading non-letter (`sanitize_arg_name`
-    in tensorflow/core/function/polymorphism/function_type.py). A Python keyword (`class`), or
-    two names that come out alike, cannot be parameters, and the SavedModel does not load.
+    TensorFlow's loader rebuilds such a parameter from the name by its own rule
+    (`sanitize_arg_name`, asked here, so the answer follows the installed TensorFlow): a Python
+    keyword (`class`), or two names that come out alike, cannot be parameters, and the
+    SavedModel does not load.
     """
-    rebuilt = []
-    for name in names:
-        swapped = "".join(c if c.isalnum() else "_" for c in name)
-        rebuilt.append(swapped if swapped[:1].isalpha() else "arg_" + swapped)
+    from tensorflow.core.function.polymorphism.function_type import sanitize_arg_name
+
+    rebuilt = [sanitize_arg_name(name) for name in names]
     return len(set(rebuilt)) == len(rebuilt) and not any(map(keyword.iskeyword, rebuilt))
