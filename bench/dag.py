@@ -2,8 +2,15 @@
 
 Each run is a separate process, as a user starts it; component seconds are read from the run's
 own MLMD store afterwards (execution registered → last update), the same numbers the run
-summary prints. While it runs, the resident memory of the process and its children (Beam's
-worker processes) is sampled, so each component's peak can be read against its MLMD times.
+summary prints. While it runs, the memory of the process and its descendants (Beam's worker
+processes) is sampled the same way for every DAG, as their summed proportional set size (a page
+shared by several processes counts once), so each component's peak can be read against its
+MLMD times.
+
+Three DAGs run: this project's; the TFX taxi template at its defaults; and the same template
+tuned with this project's local Beam settings (running mode, workers, pickler, dependency file,
+chosen by the data's size) and Transform without its statistics, so a ratio against it shows
+what the code gains beyond those settings.
 """
 
 import dataclasses
@@ -15,7 +22,7 @@ import sys
 import threading
 import time
 
-from pipeline.pipeline_config import REPO_ROOT
+from pipeline.pipeline_config import REPO_ROOT, local_beam_args
 from pipeline.runs import eval_results, run_summary
 
 RUNNER = os.path.join(REPO_ROOT, "pipeline", "local_runner.py")
@@ -23,13 +30,6 @@ TEMPLATE_NAME = "taxi-template"
 # The template's components that its pipeline.py ships commented out, for later tutorial steps.
 TEMPLATE_COMPONENTS = ("statistics_gen", "schema_gen", "example_validator", "transform",
                        "trainer", "model_resolver", "evaluator", "pusher")
-# Same stages side by side: the template infers a schema (SchemaGen) where this project imports
-# its curated one (ImportSchemaGen); its DAG has an ExampleValidator only with an imported
-# schema, and no AnomalyGate.
-STAGES = {"CsvExampleGen": "CsvExampleGen", "StatisticsGen": "StatisticsGen",
-          "SchemaGen": "ImportSchemaGen", "ExampleValidator": "ExampleValidator",
-          "Transform": "Transform", "Trainer": "Trainer", "Evaluator": "Evaluator",
-          "Pusher": "Pusher"}
 
 
 class BenchRunError(RuntimeError):
@@ -48,39 +48,43 @@ class DagRun:
     # cache mode → the Trainer replayed alone (bench/trainer_memory.py): peak RSS, decision
     trainer_memory: dict[str, dict] = dataclasses.field(default_factory=dict)
     wall_seconds: float = 0.0  # the whole process, start to exit
-    # node id → peak RSS (MB) of the run's processes while the component ran
-    peak_rss_mb: dict[str, float] = dataclasses.field(default_factory=dict)
+    # node id → peak memory (MB, proportional set size) of the run's processes while the
+    # component ran
+    peak_memory_mb: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def component_seconds(self) -> float:
         return sum(self.seconds.values())
 
 
-def _tree_rss(pid: int) -> int:
-    """Resident bytes of a process and all its descendants (0 once it has exited)."""
+def _tree_pss(pid: int) -> int:
+    """Proportional set size (bytes) of a process and all its descendants, 0 once it has
+    exited: each shared page counts once across the tree (split between the processes that
+    map it), so Beam's forked workers do not count the runner's pages again."""
     total, pending = 0, [pid]
     while pending:
         current = pending.pop()
         try:
-            with open(f"/proc/{current}/statm") as f:
-                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            with open(f"/proc/{current}/smaps_rollup") as f:
+                total += next(int(line.split()[1]) for line in f if line.startswith("Pss:")) * 1024
             for task in os.listdir(f"/proc/{current}/task"):
                 with open(f"/proc/{current}/task/{task}/children") as f:
                     pending.extend(int(child) for child in f.read().split())
-        except (FileNotFoundError, ProcessLookupError):
+        except (FileNotFoundError, ProcessLookupError, StopIteration):
             continue
     return total
 
 
 @dataclasses.dataclass
 class ProcessRun:
-    """A finished process: its wall time and its memory samples (epoch seconds, bytes)."""
+    """A finished process: its wall time and its memory samples (epoch seconds, bytes of the
+    process tree's proportional set size)."""
 
     wall_seconds: float
     samples: list[tuple[float, int]]
 
     def peak_mb(self, started: float, finished: float) -> float:
-        """The peak RSS between two epoch times; for a step shorter than the sampling
+        """The peak memory (MB) between two epoch times; for a step shorter than the sampling
         interval, the last sample before it ended."""
         inside = [rss for t, rss in self.samples if started <= t <= finished]
         if not inside:
@@ -91,8 +95,11 @@ class ProcessRun:
 SAMPLE_INTERVAL_S = 0.1
 
 
-def _run(command: list[str], cwd: str, env: dict[str, str], log_path: str) -> ProcessRun:
-    samples: list[tuple[float, int]] = []
+def _run(command: list[str], cwd: str, env: dict[str, str], log_path: str,
+         samples: list[tuple[float, int]] | None = None) -> ProcessRun:
+    """Runs `command` to its end, sampling its process tree's memory into `samples` (a new
+    list when None) every SAMPLE_INTERVAL_S."""
+    samples = [] if samples is None else samples
     with open(log_path, "w") as log:
         started = time.monotonic()
         process = subprocess.Popen(command, cwd=cwd, env=env, stdout=log,
@@ -101,7 +108,7 @@ def _run(command: list[str], cwd: str, env: dict[str, str], log_path: str) -> Pr
 
         def sample() -> None:
             while not done.wait(SAMPLE_INTERVAL_S):
-                samples.append((time.time(), _tree_rss(process.pid)))
+                samples.append((time.time(), _tree_pss(process.pid)))
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
@@ -130,7 +137,7 @@ def _record(metadata_path: str, pipeline_name: str, rows: int, steps: int, batch
     return DagRun(rows, steps, batch, {n.node_id: n.seconds for n in nodes},
                   {n.node_id: n.state for n in nodes}, summary.blessed, accuracy,
                   wall_seconds=process.wall_seconds,
-                  peak_rss_mb={n.node_id: process.peak_mb(n.started, n.finished)
+                  peak_memory_mb={n.node_id: process.peak_mb(n.started, n.finished)
                                for n in nodes})
 
 
@@ -169,29 +176,58 @@ def run_ours(data_dir: str, output_dir: str, rows: int, train_steps: int | None,
                    process)
 
 
-def prepare_template(work_dir: str, data_dir: str, train_steps: int) -> str:
+# The template's variants: as `tfx template copy` writes it, and tuned with this project's
+# local Beam settings and Transform without statistics.
+DEFAULTS, TUNED = "defaults", "tuned"
+# The line the tuned copy's local_runner.py sets its Beam arguments on (re-set per data dir).
+_BEAM_ARGS_LINE = r"^BEAM_PIPELINE_ARGS = .*$"
+
+
+def prepare_template(work_dir: str, data_dir: str, train_steps: int,
+                     variant: str = DEFAULTS) -> str:
     """`tfx template copy --model=taxi`, with every component enabled, reading `data_dir` and
-    training `train_steps` steps (its other settings as shipped). Returns the copy's folder."""
+    training `train_steps` steps (its other settings as shipped); the TUNED variant also runs
+    Transform with disable_statistics=True and passes this project's Beam arguments for
+    `data_dir`. Returns the copy's folder."""
+    if variant not in (DEFAULTS, TUNED):
+        raise ValueError(f"variant={variant!r}: expected {DEFAULTS!r} or {TUNED!r}")
     shutil.rmtree(work_dir, ignore_errors=True)
     os.makedirs(os.path.dirname(work_dir) or ".", exist_ok=True)
     _run(["tfx", "template", "copy", "--model=taxi", f"--pipeline_name={TEMPLATE_NAME}",
           f"--destination_path={work_dir}"], REPO_ROOT, _env(),
          work_dir.rstrip("/") + ".copy.log")
-    _patch(os.path.join(work_dir, "pipeline", "pipeline.py"),
-           [(rf"^(\s*)# (components\.append\({name}\))", r"\1\2") for name in
-            TEMPLATE_COMPONENTS])
+    pipeline_py = [(rf"^(\s*)# (components\.append\({name}\))", r"\1\2")
+                   for name in TEMPLATE_COMPONENTS]
+    if variant == TUNED:
+        pipeline_py.append((r"preprocessing_fn=preprocessing_fn\)",
+                            "preprocessing_fn=preprocessing_fn, disable_statistics=True)"))
+        _patch(os.path.join(work_dir, "local_runner.py"), [
+            (r"^(DATA_PATH = .*)$", r"\1\nBEAM_PIPELINE_ARGS = None"),
+            (r"^(\s*)# beam_pipeline_args=configs\.\n"
+             r"\s*# BIG_QUERY_WITH_DIRECT_RUNNER_BEAM_PIPELINE_ARGS,",
+             r"\1beam_pipeline_args=BEAM_PIPELINE_ARGS,")])
+    _patch(os.path.join(work_dir, "pipeline", "pipeline.py"), pipeline_py)
+    point_template(work_dir, data_dir, train_steps, variant)
+    return work_dir
+
+
+def point_template(work_dir: str, data_dir: str, train_steps: int, variant: str) -> None:
+    """Points a prepared copy at `data_dir` and `train_steps` (and, tuned, at this project's
+    Beam arguments for that data)."""
+    runner = [(r"^DATA_PATH = .*$", f"DATA_PATH = {os.path.abspath(data_dir)!r}")]
+    if variant == TUNED:
+        beam_args = list(local_beam_args(data_dir))
+        runner.append((_BEAM_ARGS_LINE, f"BEAM_PIPELINE_ARGS = {beam_args!r}"))
+    _patch(os.path.join(work_dir, "local_runner.py"), runner)
     _patch(os.path.join(work_dir, "pipeline", "configs.py"),
            [(r"^TRAIN_NUM_STEPS = \d+", f"TRAIN_NUM_STEPS = {train_steps}")])
-    _patch(os.path.join(work_dir, "local_runner.py"),
-           [(r"^DATA_PATH = .*$", f"DATA_PATH = {os.path.abspath(data_dir)!r}")])
-    return work_dir
 
 
 def _patch(path: str, substitutions: list[tuple[str, str]]) -> None:
     with open(path) as f:
         text = f.read()
     for pattern, replacement in substitutions:
-        text, count = re.subn(pattern, replacement, text, flags=re.M)
+        text, count = re.subn(pattern, lambda m, r=replacement: m.expand(r), text, flags=re.M)
         if count == 0:
             raise BenchRunError(f"{path}: no line matches {pattern!r}; the TFX template changed")
     with open(path, "w") as f:
@@ -199,16 +235,13 @@ def _patch(path: str, substitutions: list[tuple[str, str]]) -> None:
 
 
 def run_template(work_dir: str, data_dir: str, rows: int, train_steps: int,
-                 prepare: bool = True) -> DagRun:
+                 variant: str = DEFAULTS, prepare: bool = True) -> DagRun:
     """The template's local_runner.py from scratch (its metadata and outputs removed first);
     prepare: copy the template anew (else reuse the copy in work_dir, pointed at data_dir)."""
     if prepare:
-        prepare_template(work_dir, data_dir, train_steps)
+        prepare_template(work_dir, data_dir, train_steps, variant)
     else:
-        _patch(os.path.join(work_dir, "local_runner.py"),
-               [(r"^DATA_PATH = .*$", f"DATA_PATH = {os.path.abspath(data_dir)!r}")])
-        _patch(os.path.join(work_dir, "pipeline", "configs.py"),
-               [(r"^TRAIN_NUM_STEPS = \d+", f"TRAIN_NUM_STEPS = {train_steps}")])
+        point_template(work_dir, data_dir, train_steps, variant)
     for generated in ("tfx_metadata", "tfx_pipeline_output"):
         shutil.rmtree(os.path.join(work_dir, generated), ignore_errors=True)
     process = _run([sys.executable, "local_runner.py"], work_dir, _env(PYTHONPATH=work_dir),

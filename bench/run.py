@@ -1,7 +1,8 @@
-"""`make bench`: generate data, run both DAGs, measure the input pipeline and training, write
-bench/results/ (JSON, Markdown, PNG) and the table in docs/benchmarks.md.
+"""`make bench`: generate data, run this project's DAG and the TFX template's (at its defaults
+and tuned) in rounds at each scale, measure the input pipeline and training, write
+bench/results/ (JSON, Markdown, PNG) and the block in docs/benchmarks.md.
 
-    python -m bench.run [--scales 1,10,100] [--repetitions 5] [--update-docs]
+    python -m bench.run [--scales 1,10,100] [--rounds 1=3,10=3,100=2] [--update-docs]
 
 Order matters on a small machine: the DAG runs (separate processes) come first, the in-process
 throughput measurements last, so no measurement shares the CPU with another.
@@ -19,7 +20,7 @@ import time
 
 from bench import dag, generate, paths, report, trainer_memory
 from pipeline import names
-from pipeline.pipeline_config import REPO_ROOT
+from pipeline.pipeline_config import REPO_ROOT, local_beam_args
 from pipeline.runs import run_summary
 
 WORK_DIR = paths.WORK_DIR
@@ -45,111 +46,67 @@ def shipped_csv_dir() -> str:
     return out
 
 
-def run_scales(scales: list[float], base_steps: int) -> list[tuple[float, str, dag.DagRun]]:
-    """Our DAG from scratch at each scale; returns (times, output dir, run) per scale."""
-    runs = []
-    for times in scales:
-        if times == 1:
-            data_dir, rows = shipped_csv_dir(), len(generate.source_rows()[1])
-        else:
-            data_dir = os.path.join(WORK_DIR, f"data_{times:g}x")
-            _say(f"generating {times:g}× the shipped data in {data_dir}")
-            rows = generate.generate(times, data_dir)
-        steps = max(1, round(base_steps * times))
-        output = os.path.join(WORK_DIR, f"ours_{times:g}x")
-        _say(f"this project's DAG on {rows:,} rows, {steps:,} training steps → {output}")
-        run = dag.run_ours(data_dir, output, rows, steps)
-        _say(f"  {run.component_seconds:.1f} s in components")
-        for cache in ("auto", "none"):
-            run.trainer_memory[cache] = trainer_memory.measure(output, "taxi-tpu", steps, cache)
-            _say(f"  Trainer alone, cache {cache}: peak RSS "
-                 f"{run.trainer_memory[cache]['peak_rss_mb']:,.0f} MB "
-                 f"({run.trainer_memory[cache]['cache']})")
-        runs.append((times, output, run))
-    return runs
+# The DAGs each round runs, in their first round's order (later rounds rotate it).
+PROJECT, TUNED, TEMPLATE = "project", "tuned", "template"
+DAGS = (PROJECT, TUNED, TEMPLATE)
+_VARIANTS = {TUNED: dag.TUNED, TEMPLATE: dag.DEFAULTS}
+# Rounds of every DAG at a scale: fewer where one round takes most of an hour.
+LARGE_SCALE, ROUNDS, ROUNDS_LARGE = 100, 3, 2
 
 
-def _scale_record(times: float, run: dag.DagRun, template: dag.DagRun | None) -> dict:
-    record = {"label": _scale_label(times), "rows": run.rows, "train_steps": run.train_steps,
-              "component_seconds": run.component_seconds, "seconds": run.seconds,
-              "wall_seconds": run.wall_seconds, "peak_rss_mb": run.peak_rss_mb,
-              "blessed": run.blessed, "eval_accuracy": run.eval_accuracy,
-              "trainer_memory": run.trainer_memory}
-    if template is not None:
-        record["template"] = {"component_seconds": template.component_seconds,
-                              "seconds": template.seconds, "wall_seconds": template.wall_seconds,
-                              "peak_rss_mb": template.peak_rss_mb,
-                              "eval_accuracy": template.eval_accuracy}
-    return record
+def default_rounds(times: float) -> int:
+    return ROUNDS_LARGE if times >= LARGE_SCALE else ROUNDS
 
 
-def run_template_scales(scales: list[float], runs: list[tuple[float, str, dag.DagRun]]
-                        ) -> dict[float, dag.DagRun]:
-    """The TFX template on the same data and steps as this project's run at each scale."""
-    work = os.path.join(WORK_DIR, "taxi_template")
-    done: dict[float, dag.DagRun] = {}
-    ours = {t: r for t, _, r in runs}
-    for times in scales:
-        if times not in ours:
-            raise ValueError(f"--template-scales {times:g}: this project has no run at that "
-                             "scale; pick from --scales")
-        data_dir = shipped_csv_dir() if times == 1 else os.path.join(WORK_DIR,
-                                                                      f"data_{times:g}x")
-        steps = ours[times].train_steps
-        _say(f"TFX taxi template on {ours[times].rows:,} rows, {steps:,} training steps → {work}")
-        done[times] = dag.run_template(work, data_dir, ours[times].rows, steps,
-                                       prepare=not done)
-        _say(f"  {done[times].component_seconds:.1f} s in components, "
-             f"{done[times].wall_seconds:.1f} s wall")
-    return done
+def scale_data(times: float) -> tuple[str, int]:
+    """The data dir for a scale (generated once) and its rows."""
+    if times == 1:
+        return shipped_csv_dir(), len(generate.source_rows()[1])
+    data_dir = os.path.join(WORK_DIR, f"data_{times:g}x")
+    _say(f"generating {times:g}× the shipped data in {data_dir}")
+    return data_dir, generate.generate(times, data_dir)
 
 
-def run_anchor(ours: dag.DagRun, template: dag.DagRun, pairs: list[dict]) -> dict:
-    """The side-by-side table: each stage's median seconds over the whole-process pairs, and
-    each DAG's model from its run at this scale."""
-    def median(who: str, node: str) -> float | None:
-        values = [p[f"{who}_seconds"][node] for p in pairs if node in p[f"{who}_seconds"]]
-        return report.median(values) if values else None
-
-    stages = [{"template_node": t, "project_node": p, "template": median("template", t),
-               "project": median("project", p)} for t, p in dag.STAGES.items()]
-    return {"rows": ours.rows, "train_steps": ours.train_steps, "stages": stages,
-            "template_total": report.median([p["template_components"] for p in pairs]),
-            "project_total": report.median([p["project_components"] for p in pairs]),
-            "template_blessed": template.blessed,
-            "template_batch": template.train_batch, "project_batch": ours.train_batch,
-            "template_accuracy": template.eval_accuracy,
-            "project_accuracy": ours.eval_accuracy, "whole_process": pairs}
+def _run_record(run: dag.DagRun) -> dict:
+    return {**dataclasses.asdict(run), "component_seconds": run.component_seconds}
 
 
-def whole_process_pairs(ours: dag.DagRun, pairs: int) -> list[dict]:
-    """Both DAGs on the shipped data, as whole processes from fresh output dirs, `pairs` times
-    back to back, alternating which goes first: each pair's wall times, component totals and
-    seconds per component. (The scale and anchor runs are not reused: they run far apart in
-    the bench, the first of them on a cold disk cache.)"""
-    measured = []
-    data_dir, rows = shipped_csv_dir(), ours.rows
-    work = os.path.join(WORK_DIR, "taxi_template")
-    for pair in range(pairs):
-        runs: dict[str, dag.DagRun] = {}
-        order = ("project", "template") if pair % 2 == 0 else ("template", "project")
+def run_scale(times: float, base_steps: int, rounds: int, dags: tuple[str, ...],
+              prepared: set[str]) -> tuple[dict, str]:
+    """`rounds` rounds at one scale, each running every DAG in `dags` from scratch, the order
+    rotated each round so no DAG always runs first; then this project's Trainer replayed alone.
+    Returns the scale's record and this project's output dir (its last round's run)."""
+    data_dir, rows = scale_data(times)
+    steps = max(1, round(base_steps * times))
+    output = os.path.join(WORK_DIR, f"ours_{times:g}x")
+    record = {"label": _scale_label(times), "times": times, "rows": rows, "train_steps": steps,
+              "beam_args": list(local_beam_args(data_dir)), "rounds": []}
+    _say(f"{_scale_label(times)}: {rows:,} rows, {steps:,} training steps, {rounds} round(s) "
+         f"of {', '.join(dags)}")
+    for index in range(rounds):
+        first = index % len(dags)
+        order = dags[first:] + dags[:first]
+        runs = {}
         for who in order:
-            if who == "project":
-                runs[who] = dag.run_ours(data_dir, os.path.join(WORK_DIR, "ours_wall"), rows,
-                                         ours.train_steps)
+            if who == PROJECT:
+                runs[who] = dag.run_ours(data_dir, output, rows, steps)
             else:
-                runs[who] = dag.run_template(work, data_dir, rows, ours.train_steps,
-                                             prepare=False)
-        _say(f"  pair {pair + 1} ({order[0]} first): this project "
-             f"{runs['project'].wall_seconds:.1f} s wall, "
-             f"{runs['project'].component_seconds:.1f} s in components; template "
-             f"{runs['template'].wall_seconds:.1f} s, "
-             f"{runs['template'].component_seconds:.1f} s")
-        measured.append({**{who: run.wall_seconds for who, run in runs.items()},
-                         **{f"{who}_components": run.component_seconds
-                            for who, run in runs.items()},
-                         **{f"{who}_seconds": run.seconds for who, run in runs.items()}})
-    return measured
+                work = os.path.join(WORK_DIR, f"taxi_template_{_VARIANTS[who]}")
+                runs[who] = dag.run_template(work, data_dir, rows, steps, _VARIANTS[who],
+                                             prepare=who not in prepared)
+                prepared.add(who)
+        _say(f"  round {index + 1}: " + "; ".join(
+            f"{who} {runs[who].component_seconds:.1f} s in components, "
+            f"{runs[who].wall_seconds:.1f} s wall" for who in order))
+        record["rounds"].append({"order": list(order),
+                                 "runs": {who: _run_record(run) for who, run in runs.items()}})
+    record["trainer_memory"] = {}
+    for cache in ("auto", "none"):
+        measured = trainer_memory.measure(output, "taxi-tpu", steps, cache)
+        record["trainer_memory"][cache] = measured
+        _say(f"  Trainer alone, cache {cache}: peak RSS {measured['peak_rss_mb']:,.0f} MB "
+             f"({measured['cache']})")
+    return record, output
 
 
 EDITED_MODULE = os.path.join("trainer_module", "model.py")
@@ -183,14 +140,14 @@ def edit_and_rerun(base_steps: int) -> dict:
                       "states": rerun.states}}
 
 
-def measure_predict(runs: list[tuple[float, str, "dag.DagRun"]]) -> dict | None:
+def measure_predict(runs: list[tuple[float, str]]) -> dict | None:
     """`make predict` on the largest scale's data, with the model the largest run that pushed
     one left in its serving dir (in a fresh process, as a user runs it)."""
     def has_pushed(output: str) -> bool:
         serving = os.path.join(output, "serving_model", "taxi-tpu")
         return os.path.isdir(serving) and bool(os.listdir(serving))
 
-    pushed = [(times, output) for times, output, _ in runs if has_pushed(output)]
+    pushed = [(times, output) for times, output in runs if has_pushed(output)]
     if not pushed:
         _say("batch predictions: no run pushed a model, nothing to score with")
         return None
@@ -243,10 +200,11 @@ def measure(graph_dir: str, files: list[str], config, spec, repetitions: int,
     _say(f"input throughput on {rows:,} transformed rows ({len(files)} files, full batches), "
          f"batch {batch}")
     raw = throughput.raw_read(files, batch, batches, repetitions)
-    _say(f"  raw read {raw.examples_per_s:,.0f} ex/s")
-    tfx = throughput.tfx_reader(files, tf_transform_output, spec.label_key, batch, batches,
-                                repetitions)
-    _say(f"  TFX reader {tfx.examples_per_s:,.0f} ex/s")
+    _say(f"  raw read (the input function's parallel reading) {raw.examples_per_s:,.0f} ex/s")
+    tfx = throughput.tfx_reader_in_own_process(graph_dir, files, spec.label_key, batch, batches,
+                                               repetitions)
+    _say(f"  TFX reader (own process, TensorFlow's default threads) "
+         f"{tfx.examples_per_s:,.0f} ex/s")
     cold, cached = throughput.project_input(files, feature_spec, spec, batch, batches,
                                             repetitions)
     _say(f"  ours cold {cold.examples_per_s:,.0f}, cached {cached.examples_per_s:,.0f} ex/s")
@@ -254,8 +212,6 @@ def measure(graph_dir: str, files: list[str], config, spec, repetitions: int,
         "rows": rows, "batch_size": batch, "repetitions": repetitions,
         "raw_read": dataclasses.asdict(raw), "tfx_reader": dataclasses.asdict(tfx),
         "project_cold": dataclasses.asdict(cold), "project_cached": dataclasses.asdict(cached),
-        "targets": {"cold_vs_tfx": cold.examples_per_s >= 12 * tfx.examples_per_s,
-                    "cached_vs_raw": cached.examples_per_s >= 2 * raw.examples_per_s},
     }
 
     setup = throughput.FitSetup(tf_transform_output, files, config, spec)
@@ -297,25 +253,48 @@ def parse_scales(flag: str, text: str) -> list[float]:
         raise ValueError(f"{flag} {text!r}: expected numbers separated by commas") from None
 
 
+def parse_rounds(text: str, scales: list[float]) -> dict[float, int]:
+    """Rounds per scale from 'N' (every scale) or 'SCALE=N,...' (the others at their default);
+    ValueError names the flag."""
+    rounds = {times: default_rounds(times) for times in scales}
+    if not text:
+        return rounds
+    try:
+        if "=" not in text:
+            return dict.fromkeys(scales, _positive(int(text)))
+        for part in text.split(","):
+            times, count = part.split("=")
+            if float(times) not in rounds:
+                raise ValueError
+            rounds[float(times)] = _positive(int(count))
+    except ValueError:
+        raise ValueError(f"--rounds {text!r}: expected a number of rounds >= 1, or SCALE=N pairs "
+                         f"for scales of --scales, e.g. 1=3,100=2") from None
+    return rounds
+
+
+def _positive(count: int) -> int:
+    if count < 1:
+        raise ValueError
+    return count
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scales", default="1,10,100",
                         help="copies of the shipped data for the DAG runs; the largest one's "
                              "Transform output is what the throughput is measured on")
+    parser.add_argument("--rounds", default="",
+                        help=f"rounds of every DAG per scale: N for all, or SCALE=N,... "
+                             f"(default {ROUNDS}, {ROUNDS_LARGE} from {LARGE_SCALE}×)")
     parser.add_argument("--train-steps", type=int, default=BASE_TRAIN_STEPS,
                         help="training steps on the shipped data (scaled with the data)")
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--fit-steps", type=int, help="steps per epoch in the fit measurements "
                         "(default: one pass over the data)")
     parser.add_argument("--no-anchor", action="store_true",
-                        help="skip the TFX template runs, the whole-process pairs and the "
+                        help="run this project's DAG only: no TFX template runs, no "
                              "edit-and-rerun")
-    parser.add_argument("--template-scales",
-                        help="scales the TFX template runs at too (each one of --scales; "
-                             "default: every one)")
-    parser.add_argument("--wall-pairs", type=int, default=3,
-                        help="whole-process runs of each DAG on the shipped data, alternating; "
-                             "the shipped-data targets are their medians")
     parser.add_argument("--results-dir", default=paths.RESULTS_DIR)
     parser.add_argument("--update-docs", action="store_true")
     parser.add_argument("--from-json", metavar="BENCH_JSON",
@@ -327,23 +306,19 @@ def main(argv: list[str]) -> int:
             return _publish(json.load(f), args.results_dir, args.update_docs)
     try:
         scales = parse_scales("--scales", args.scales)
-        template_scales = parse_scales("--template-scales",
-                                       args.template_scales or args.scales)
+        rounds = parse_rounds(args.rounds, scales)
     except ValueError as e:
         parser.error(str(e))
-    if args.repetitions < 5 and args.update_docs:
-        parser.error("the docs' table needs --repetitions 5 or more")
-
+    if args.update_docs:
+        if args.repetitions < 5:
+            parser.error("the docs' table needs --repetitions 5 or more")
+        short = [f"{t:g}×: {n}" for t, n in rounds.items() if n < default_rounds(t)]
+        if short:
+            parser.error(f"the docs' table needs at least {ROUNDS} rounds per scale "
+                         f"({ROUNDS_LARGE} from {LARGE_SCALE}×); --rounds gives {short}")
     if not args.no_anchor and 1 not in scales:
         parser.error("the anchor compares with the run on the shipped data: add 1 to --scales, "
                      "or pass --no-anchor")
-    if not args.no_anchor and (1 not in template_scales
-                               or not set(template_scales) <= set(scales)):
-        parser.error(f"--template-scales {args.template_scales!r}: expected 1 (the anchor) and "
-                     f"other scales of --scales {args.scales!r}")
-    if args.wall_pairs < 1:
-        parser.error(f"--wall-pairs {args.wall_pairs}: expected 1 or more pairs of "
-                     "whole-process runs")
 
     from trainer_module import host_threads
     from trainer_module.config import TrainerConfig
@@ -352,28 +327,30 @@ def main(argv: list[str]) -> int:
     host_threads.apply(TrainerConfig.create())
     result = report.stamp()
     started = time.monotonic()
-    runs = run_scales(scales, args.train_steps)
-    templates = {} if args.no_anchor else run_template_scales(template_scales, runs)
-    result["scale"] = [_scale_record(t, r, templates.get(t)) for t, _, r in runs]
+    dags = (PROJECT,) if args.no_anchor else DAGS
+    prepared: set[str] = set()
+    outputs = []
+    result["scale"] = []
+    for times in scales:
+        record, output = run_scale(times, args.train_steps, rounds[times], dags, prepared)
+        result["scale"].append(record)
+        outputs.append((times, output))
     if not args.no_anchor:
-        ours_1x = next(r for t, _, r in runs if t == 1)
-        pairs = whole_process_pairs(ours_1x, args.wall_pairs)
-        result["anchor"] = run_anchor(ours_1x, templates[1], pairs)
         result["edit_rerun"] = edit_and_rerun(args.train_steps)
     from bench import quality
     from pipeline.pipeline_config import PipelineConfig
 
     _say("model quality: HistGradientBoosting on each shipped dataset's own rows")
-    shipped = [o for t, o, _ in runs if t == 1 and args.train_steps == BASE_TRAIN_STEPS]
+    shipped = [o for t, o in outputs if t == 1 and args.train_steps == BASE_TRAIN_STEPS]
     reuse = {"taxi": shipped[0]} if shipped else {}
     # The docs' quality table is the whole suite's (make bench-quality); this one is beside
     # the speed figures, on the same runs.
     quality.publish(quality.run_shipped(WORK_DIR, reuse=reuse), args.results_dir, None,
                     name="quality-shipped")
-    predictions = measure_predict(runs)
+    predictions = measure_predict(outputs)
     if predictions:
         result["predict"] = predictions
-    graph_dir, files = transform_outputs(runs[-1][1])
+    graph_dir, files = transform_outputs(outputs[-1][1])
     result["input"], result["fit"] = measure(graph_dir, files, TrainerConfig.create(),
                                              PipelineConfig().dataset_spec(), args.repetitions,
                                              args.fit_steps)

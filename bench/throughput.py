@@ -5,7 +5,11 @@ the same batch size.
 """
 
 import dataclasses
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 
 import tensorflow as tf
@@ -51,9 +55,11 @@ def _rate_of(make_dataset, batches: int, batch_size: int, repetitions: int) -> R
 
 
 def raw_read(files: list[str], batch_size: int, batches: int, repetitions: int) -> Rate:
-    """GZIP TFRecords read and batched, nothing parsed: the ceiling of any cold pass."""
-    return _rate_of(lambda: tf.data.TFRecordDataset(files, compression_type="GZIP")
-                    .batch(batch_size, drop_remainder=True), batches, batch_size, repetitions)
+    """The input function's own reading (the same files read in parallel with the same
+    buffers and blocks, `data.read_blocks`), rebatched, nothing parsed: the limit of a cold
+    epoch."""
+    return _rate_of(lambda: data.read_blocks(files, batch_size)
+                    .rebatch(batch_size, drop_remainder=True), batches, batch_size, repetitions)
 
 
 def tfx_reader(files: list[str], tf_transform_output: tft.TFTransformOutput, label_key: str,
@@ -69,6 +75,22 @@ def tfx_reader(files: list[str], tf_transform_output: tft.TFTransformOutput, lab
             batch_size=batch_size, label_key=label_key))
 
     return _rate_of(make, batches, batch_size, repetitions)
+
+
+def tfx_reader_in_own_process(graph_dir: str, files: list[str], label_key: str,
+                              batch_size: int, batches: int, repetitions: int) -> Rate:
+    """`tfx_reader` in a fresh process, so it runs with TensorFlow's default threading (one
+    intra-op thread per core), as a TFX Trainer that sets none does, whatever this process
+    set."""
+    request = {"graph_dir": graph_dir, "files": files, "label_key": label_key,
+               "batch_size": batch_size, "batches": batches, "repetitions": repetitions}
+    done = subprocess.run([sys.executable, "-m", "bench.throughput", json.dumps(request)],
+                          capture_output=True, text=True,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    if done.returncode != 0:
+        raise RuntimeError(f"the TFX reader's process exited {done.returncode}:\n"
+                           f"{done.stderr[-3000:]}")
+    return Rate(**json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def project_input(files: list[str], feature_spec: dict, spec: DatasetSpec, batch_size: int,
@@ -175,3 +197,18 @@ def input_bound(setup: FitSetup, steps: int, repetitions: int) -> tuple[Rate, Ra
 
 def gpu_names() -> list[str]:
     return [d.name for d in tf.config.list_physical_devices("GPU")]
+
+
+def _main(request: str) -> None:
+    """Measures `tfx_reader` from a JSON request; prints the rate as JSON on its last line."""
+    args = json.loads(request)
+    threads = tf.config.threading.get_intra_op_parallelism_threads()
+    if threads != 0:
+        raise SystemExit(f"intra-op threads are {threads}, not TensorFlow's default (0)")
+    rate = tfx_reader(args["files"], tft.TFTransformOutput(args["graph_dir"]), args["label_key"],
+                      args["batch_size"], args["batches"], args["repetitions"])
+    print(json.dumps(dataclasses.asdict(rate)), flush=True)
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1])

@@ -110,6 +110,31 @@ def _mix_examples(*batch_parts: tf.Tensor | dict[str, tf.Tensor]) -> tuple:
     return tuple(tf.nest.map_structure(mix, part) for part in batch_parts)
 
 
+def read_blocks(file_patterns: str | list[str], batch_size: int,
+                input_context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
+    """The serialized records of this replica's share of the files, in blocks of
+    max(batch_size, PARSE_BLOCK_RECORDS), files read in parallel: the input function's reading,
+    before any parsing (the bench's raw read is this, rebatched)."""
+    files = list_files(file_patterns)
+    ds = tf.data.Dataset.from_tensor_slices(files)
+    shard_records = False
+    if input_context and input_context.num_input_pipelines > 1:
+        if len(files) >= input_context.num_input_pipelines:
+            ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        else:
+            shard_records = True
+    # Records cross threads in blocks, never one by one (a per-record parallel interleave is
+    # far slower): each file is read and cut into blocks where it is decompressed, and the
+    # caller's rebatch makes every batch full again across file ends.
+    block = max(batch_size, PARSE_BLOCK_RECORDS)
+    return ds.interleave(
+        _plain_graph(
+            lambda f: _records(f, input_context if shard_records else None).batch(block)),
+        cycle_length=min(len(files), 8),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+
+
 def make_dataset(
     file_patterns: str | list[str],
     feature_spec: dict,
@@ -133,24 +158,8 @@ def make_dataset(
     of a training split (`in_part`), ALL every example.
     """
     check_static_feature_spec(feature_spec)
-    files = list_files(file_patterns)
-    ds = tf.data.Dataset.from_tensor_slices(files)
-    shard_records = False
-    if input_context and input_context.num_input_pipelines > 1:
-        if len(files) >= input_context.num_input_pipelines:
-            ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        else:
-            shard_records = True
-    # Records cross threads in batches, never one by one (a per-record parallel interleave is
-    # far slower): each file is read and batched where it is decompressed,
-    # and rebatch makes every batch full again across file ends.
-    block = max(batch_size, PARSE_BLOCK_RECORDS)
-    ds = ds.interleave(
-        _plain_graph(
-            lambda f: _records(f, input_context if shard_records else None).batch(block)),
-        cycle_length=min(len(files), 8),
-        num_parallel_calls=tf.data.AUTOTUNE,
-    )
+    ds = read_blocks(file_patterns, batch_size, input_context)
+
     def parse(records: tf.Tensor) -> tuple:
         if part != ALL and validation_fraction:
             records = tf.boolean_mask(records, in_part(records, part, validation_fraction))
