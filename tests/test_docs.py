@@ -6,6 +6,7 @@ import dataclasses
 import glob
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -97,12 +98,11 @@ def test_pipeline_settings_have_the_codes_type_and_default(table):
 
 
 def _modules() -> list[str]:
-    found = []
-    for package in ("pipeline", "trainer_module", "bench"):
-        for path in glob.glob(os.path.join(REPO_ROOT, package, "**", "*.py"), recursive=True):
-            if os.path.basename(path) != "__init__.py":
-                found.append(os.path.relpath(path, REPO_ROOT))
-    return sorted(found)
+    """The project's modules: tracked by git (not, e.g., the bench's copy of the checkout)."""
+    tracked = subprocess.run(["git", "ls-files", "pipeline", "trainer_module", "bench"],
+                             cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
+    return sorted(path for path in tracked.split()
+                  if path.endswith(".py") and os.path.basename(path) != "__init__.py")
 
 
 def test_architecture_names_every_module():
