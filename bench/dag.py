@@ -45,8 +45,6 @@ class DagRun:
     states: dict[str, str]
     blessed: bool | None
     eval_accuracy: float | None  # the Evaluator's overall accuracy (classification)
-    # cache mode → the Trainer replayed alone (bench/trainer_memory.py): peak RSS, decision
-    trainer_memory: dict[str, dict] = dataclasses.field(default_factory=dict)
     wall_seconds: float = 0.0  # the whole process, start to exit
     # node id → peak memory (MB, proportional set size) of the run's processes while the
     # component ran
@@ -92,13 +90,17 @@ class ProcessRun:
         return max(inside) / 2**20
 
 
+# Memory samples come every SAMPLE_INTERVAL_S, or further apart where one sample takes longer
+# (reading the proportional set size walks each process's page tables: ~20 ms for a 1 GB
+# runner), so the sampler never takes more than SAMPLE_SHARE of a core from the run it measures.
 SAMPLE_INTERVAL_S = 0.1
+SAMPLE_SHARE = 0.05
 
 
 def _run(command: list[str], cwd: str, env: dict[str, str], log_path: str,
          samples: list[tuple[float, int]] | None = None) -> ProcessRun:
     """Runs `command` to its end, sampling its process tree's memory into `samples` (a new
-    list when None) every SAMPLE_INTERVAL_S."""
+    list when None)."""
     samples = [] if samples is None else samples
     with open(log_path, "w") as log:
         started = time.monotonic()
@@ -107,8 +109,12 @@ def _run(command: list[str], cwd: str, env: dict[str, str], log_path: str,
         done = threading.Event()
 
         def sample() -> None:
-            while not done.wait(SAMPLE_INTERVAL_S):
+            wait = SAMPLE_INTERVAL_S
+            while not done.wait(wait):
+                began = time.perf_counter()
                 samples.append((time.time(), _tree_pss(process.pid)))
+                cost = time.perf_counter() - began
+                wait = max(SAMPLE_INTERVAL_S, cost * (1 - SAMPLE_SHARE) / SAMPLE_SHARE)
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
@@ -176,21 +182,22 @@ def run_ours(data_dir: str, output_dir: str, rows: int, train_steps: int | None,
                    process)
 
 
-# The template's variants: as `tfx template copy` writes it, and tuned with this project's
-# local Beam settings and Transform without statistics.
-DEFAULTS, TUNED = "defaults", "tuned"
+# The DAGs the bench runs: this project's, and the template's two variants (as `tfx template
+# copy` writes it, and tuned with this project's local Beam settings and Transform without
+# statistics). Results are keyed by these names.
+PROJECT, TUNED, TEMPLATE = "project", "tuned", "template"
 # The line the tuned copy's local_runner.py sets its Beam arguments on (re-set per data dir).
 _BEAM_ARGS_LINE = r"^BEAM_PIPELINE_ARGS = .*$"
 
 
 def prepare_template(work_dir: str, data_dir: str, train_steps: int,
-                     variant: str = DEFAULTS) -> str:
+                     variant: str = TEMPLATE) -> str:
     """`tfx template copy --model=taxi`, with every component enabled, reading `data_dir` and
     training `train_steps` steps (its other settings as shipped); the TUNED variant also runs
     Transform with disable_statistics=True and passes this project's Beam arguments for
     `data_dir`. Returns the copy's folder."""
-    if variant not in (DEFAULTS, TUNED):
-        raise ValueError(f"variant={variant!r}: expected {DEFAULTS!r} or {TUNED!r}")
+    if variant not in (TEMPLATE, TUNED):
+        raise ValueError(f"variant={variant!r}: expected {TEMPLATE!r} or {TUNED!r}")
     shutil.rmtree(work_dir, ignore_errors=True)
     os.makedirs(os.path.dirname(work_dir) or ".", exist_ok=True)
     _run(["tfx", "template", "copy", "--model=taxi", f"--pipeline_name={TEMPLATE_NAME}",
@@ -235,7 +242,7 @@ def _patch(path: str, substitutions: list[tuple[str, str]]) -> None:
 
 
 def run_template(work_dir: str, data_dir: str, rows: int, train_steps: int,
-                 variant: str = DEFAULTS, prepare: bool = True) -> DagRun:
+                 variant: str = TEMPLATE, prepare: bool = True) -> DagRun:
     """The template's local_runner.py from scratch (its metadata and outputs removed first);
     prepare: copy the template anew (else reuse the copy in work_dir, pointed at data_dir)."""
     if prepare:

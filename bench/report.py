@@ -9,6 +9,8 @@ import platform
 import re
 import textwrap
 
+from bench import dag
+
 LIBRARIES = ("tfx", "tensorflow", "tensorflow-transform", "tfx-bsl", "apache-beam",
              "tensorflow-model-analysis", "ml-metadata", "tf-keras")
 # One color per DAG in every chart panel, so each DAG reads the same everywhere; grey for what
@@ -63,10 +65,11 @@ def median(values: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-# The DAGs of a round, as the tables name them; keys as bench/run.py records them.
-DAG_NAMES = {"project": "this project", "tuned": "tuned template",
-             "template": "TFX template (defaults)"}
-COLORS = {"project": PROJECT_COLOR, "tuned": TUNED_COLOR, "template": TEMPLATE_COLOR}
+PROJECT, TUNED, TEMPLATE = dag.PROJECT, dag.TUNED, dag.TEMPLATE
+# The DAGs of a round, as the tables name them.
+DAG_NAMES = {PROJECT: "this project", TUNED: "tuned template",
+             TEMPLATE: "TFX template (defaults)"}
+COLORS = {PROJECT: PROJECT_COLOR, TUNED: TUNED_COLOR, TEMPLATE: TEMPLATE_COLOR}
 # Same stages side by side (template node → this project's): the template infers a schema
 # (SchemaGen) where this project imports its curated one (ImportSchemaGen); its DAG has an
 # ExampleValidator only with an imported schema, and no AnomalyGate.
@@ -81,7 +84,7 @@ ROWS_PER_S_TARGET = 5000
 
 
 def _node(who: str, stage: str) -> str:
-    return STAGES[stage] if who == "project" else stage
+    return STAGES[stage] if who == PROJECT else stage
 
 
 def dags(scale: dict) -> list[str]:
@@ -112,7 +115,7 @@ def stage_peak_mb(scale: dict, who: str, stage: str) -> float | None:
 def paired(scale: dict, key: str, theirs: str) -> tuple[float, list[float]]:
     """The median of the rounds' ratios this project ÷ `theirs` of one run figure (never the
     ratio of the medians), and every round's ratio."""
-    ratios = [r["runs"]["project"][key] / r["runs"][theirs][key] for r in scale["rounds"]]
+    ratios = [r["runs"][PROJECT][key] / r["runs"][theirs][key] for r in scale["rounds"]]
     return median(ratios), ratios
 
 
@@ -128,9 +131,9 @@ def targets(result: dict) -> list[tuple[str, str, bool | None]]:
     out: list[tuple[str, str, bool | None]] = []
     for scale in result.get("scale", []):
         label, ran = scale["label"], dags(scale)
-        limits = ([("component_seconds", "template", 0.5), ("component_seconds", "tuned", 0.6),
-                   ("wall_seconds", "template", 0.5)] if scale["times"] == 1
-                  else [("component_seconds", "tuned", 0.6)])
+        limits = ([("component_seconds", TEMPLATE, 0.5), ("component_seconds", TUNED, 0.6),
+                   ("wall_seconds", TEMPLATE, 0.5)] if scale["times"] == 1
+                  else [("component_seconds", TUNED, 0.6)])
         for key, theirs, limit in limits:
             if theirs in ran:
                 what = "component time" if key == "component_seconds" else "whole-process wall"
@@ -138,21 +141,21 @@ def targets(result: dict) -> list[tuple[str, str, bool | None]]:
                 out.append((f"{label}: {what} ≤ {limit}× the {DAG_NAMES[theirs]}'s", text,
                             ratio <= limit))
         if scale["times"] >= 100:
-            rate = scale["rows"] / value(scale, "project", "component_seconds")
+            rate = scale["rows"] / value(scale, PROJECT, "component_seconds")
             out.append((f"{label}: ≥ {ROWS_PER_S_TARGET:,} rows/s (rows ÷ component seconds)",
                         f"{rate:,.0f} rows/s", rate >= ROWS_PER_S_TARGET))
-            if "template" in ran:
+            if TEMPLATE in ran:
                 over = []
                 for stage in STAGES:
-                    ours, theirs = (stage_peak_mb(scale, "project", stage),
-                                    stage_peak_mb(scale, "template", stage))
+                    ours, theirs = (stage_peak_mb(scale, PROJECT, stage),
+                                    stage_peak_mb(scale, TEMPLATE, stage))
                     if ours is not None and theirs is not None and ours > theirs:
                         over.append(f"{_node('project', stage)} {ours:,.0f} vs {theirs:,.0f} MB")
                 out.append((f"{label}: peak memory of every component ≤ the TFX template's "
                             "(defaults)", "; ".join(over) or "every component at or below",
                             not over))
         before = ACCURACY_BEFORE.get(scale["times"])
-        accuracy = value(scale, "project", "eval_accuracy")
+        accuracy = value(scale, PROJECT, "eval_accuracy")
         if before is not None and accuracy is not None:
             out.append((f"{label}: eval accuracy ≥ {before:.3f} (before these targets)",
                         f"{accuracy:.4f}", round(accuracy, 3) >= before))
@@ -176,14 +179,19 @@ def targets(result: dict) -> list[tuple[str, str, bool | None]]:
     return out
 
 
+def _short_path(arg: str) -> str:
+    """A Beam argument with a path value shown by its file name (the machine's paths vary)."""
+    flag, _, path = arg.partition("=")
+    return f"{flag}={os.path.basename(path)}" if os.sep in path else arg
+
+
 def _settings(result: dict) -> list[str]:
     """What differs between the three DAGs, with the values this bench ran."""
     lines = ["**What differs between the DAGs** (the same data and training steps at every "
              "scale):", "", "| setting | TFX template (defaults) | tuned template | "
              "this project |", "|---|---|---|---|"]
     for scale in result["scale"]:
-        args = " ".join(f"`{a.split('/')[-1] if 'requirements_file' in a else a}`"
-                        for a in scale["beam_args"])
+        args = " ".join(f"`{_short_path(a)}`" for a in scale["beam_args"])
         lines.append(f"| Beam arguments, {scale['label']} | none (DirectRunner's defaults: "
                      f"in memory, 1 worker) | {args} | the same |")
     batches = {who: scale["rounds"][0]["runs"][who]["train_batch"]
@@ -193,7 +201,7 @@ def _settings(result: dict) -> list[str]:
         "| schema | inferred (SchemaGen) | inferred (SchemaGen) | curated, imported "
         "(ImportSchemaGen, ExampleValidator, AnomalyGate) |",
         "| training batch | " + " | ".join(str(batches.get(w, "—"))
-                                           for w in ("template", "tuned", "project")) + " |",
+                                           for w in (TEMPLATE, TUNED, PROJECT)) + " |",
         "| model and features | the template's | the template's | this project's (from its "
         "dataset spec) |",
         "| Evaluator | the template's metrics and slices | the same | this project's "
@@ -210,7 +218,7 @@ def _scale_table(result: dict) -> list[str]:
              "defaults) | ours ÷ tuned | ours ÷ defaults | wall seconds (ours / tuned / "
              "defaults) | rows/s (ours) | eval accuracy (ours / tuned / defaults) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    order = ("project", "tuned", "template")
+    order = (PROJECT, TUNED, TEMPLATE)
     for scale in result["scale"]:
         ran = dags(scale)
 
@@ -224,7 +232,7 @@ def _scale_table(result: dict) -> list[str]:
             mid, ratios = paired(scale, "component_seconds", theirs)
             return f"{mid:.2f} ({min(ratios):.2f}–{max(ratios):.2f})"
 
-        rate = scale["rows"] / value(scale, "project", "component_seconds")
+        rate = scale["rows"] / value(scale, PROJECT, "component_seconds")
         lines.append(f"| {scale['label']} | {scale['rows']:,} | {scale['train_steps']:,} | "
                      f"{len(scale['rounds'])} | {cells('component_seconds', '{:.1f}')} | "
                      f"{ratio('tuned')} | {ratio('template')} | "
@@ -271,9 +279,11 @@ def markdown(result: dict) -> str:
             lines += _settings(result)
         lines += _scale_table(result) + _stage_tables(result)
         lines += ["Memory is each run's process tree (the runner and any Beam workers), sampled "
-                  "every 0.1 s as its summed proportional set size, so a page shared between "
-                  "processes counts once; components run one after another in one process, so "
-                  "a peak includes what earlier ones left.", ""]
+                  f"as its summed proportional set size every {dag.SAMPLE_INTERVAL_S:g} s, or "
+                  "further apart where one sample takes longer, so that sampling never takes "
+                  f"more than {dag.SAMPLE_SHARE:.0%} of a core; a page shared between processes "
+                  "counts once. Components run one after another in one process, so a peak "
+                  "includes what earlier ones left.", ""]
         memory = [s for s in result["scale"] if s.get("trainer_memory")]
         if memory:
             lines += ["**Trainer memory**: this project's Trainer replayed alone in a fresh "

@@ -47,9 +47,7 @@ def shipped_csv_dir() -> str:
 
 
 # The DAGs each round runs, in their first round's order (later rounds rotate it).
-PROJECT, TUNED, TEMPLATE = "project", "tuned", "template"
-DAGS = (PROJECT, TUNED, TEMPLATE)
-_VARIANTS = {TUNED: dag.TUNED, TEMPLATE: dag.DEFAULTS}
+DAGS = (dag.PROJECT, dag.TUNED, dag.TEMPLATE)
 # Rounds of every DAG at a scale: fewer where one round takes most of an hour.
 LARGE_SCALE, ROUNDS, ROUNDS_LARGE = 100, 3, 2
 
@@ -88,11 +86,11 @@ def run_scale(times: float, base_steps: int, rounds: int, dags: tuple[str, ...],
         order = dags[first:] + dags[:first]
         runs = {}
         for who in order:
-            if who == PROJECT:
+            if who == dag.PROJECT:
                 runs[who] = dag.run_ours(data_dir, output, rows, steps)
             else:
-                work = os.path.join(WORK_DIR, f"taxi_template_{_VARIANTS[who]}")
-                runs[who] = dag.run_template(work, data_dir, rows, steps, _VARIANTS[who],
+                work = os.path.join(WORK_DIR, f"taxi_{who}")
+                runs[who] = dag.run_template(work, data_dir, rows, steps, who,
                                              prepare=who not in prepared)
                 prepared.add(who)
         _say(f"  round {index + 1}: " + "; ".join(
@@ -327,7 +325,7 @@ def main(argv: list[str]) -> int:
     host_threads.apply(TrainerConfig.create())
     result = report.stamp()
     started = time.monotonic()
-    dags = (PROJECT,) if args.no_anchor else DAGS
+    dags = (dag.PROJECT,) if args.no_anchor else DAGS
     prepared: set[str] = set()
     outputs = []
     result["scale"] = []

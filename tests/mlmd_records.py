@@ -38,7 +38,6 @@ class RunRecord:
 
     states: dict[str, str]
     component_seconds: float  # summed over the run's executions
-    span_seconds: float  # first execution registered → last execution updated
     seconds: dict[str, float]  # node id → its execution's registered → last update
 
 
@@ -48,7 +47,5 @@ def latest_run(metadata_path: str) -> RunRecord:
     executions = db.get_executions_by_context(run.id)
     seconds = {node_of(db, e): (e.last_update_time_since_epoch - e.create_time_since_epoch) / 1000
                for e in executions}
-    span = (max(e.last_update_time_since_epoch for e in executions)
-            - min(e.create_time_since_epoch for e in executions)) / 1000
-    return RunRecord({node_of(db, e): state(e) for e in executions}, sum(seconds.values()), span,
+    return RunRecord({node_of(db, e): state(e) for e in executions}, sum(seconds.values()),
                      seconds)

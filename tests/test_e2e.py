@@ -131,7 +131,6 @@ def test_reruns_kills_and_bad_data_never_touch_the_served_model(tmp_path):
     rerun = mlmd_records.latest_run(metadata)
     assert rerun.states == {**dict.fromkeys(NODES, "CACHED"), "baseline_resolver": "COMPLETE"}
     assert len(mlmd_records.store(metadata).get_artifacts()) == artifacts
-    assert rerun.span_seconds < 0.2 * first.component_seconds, (rerun, first)
     assert tree_hashes(serving) == served
 
     # 3. Only a training setting changes, to a model worse than the served one: the DAG
