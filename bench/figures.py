@@ -5,7 +5,8 @@
 A fresh run of the taxi DAG (its printed summary, component times included), the unchanged
 rerun after it, a run stopped by a bad setting, and with --tests the whole `make test` suite:
 each timed as wall-clock seconds of the command a user types, on this machine, into
-bench/results/figures.json and the figures block of docs/benchmarks.md.
+bench/results/figures.json and the figures block of docs/benchmarks.md; the fresh run's console
+also becomes the README's example of what `make run` prints.
 """
 
 import argparse
@@ -22,6 +23,9 @@ from pipeline.pipeline_config import REPO_ROOT
 
 RUNNER = os.path.join(REPO_ROOT, "pipeline", "local_runner.py")
 BLOCK_BEGIN, BLOCK_END = "<!-- figures:begin -->", "<!-- figures:end -->"
+# The README's example of what `make run` prints, taken from the same fresh run.
+README = os.path.join(REPO_ROOT, "README.md")
+CONSOLE_BEGIN, CONSOLE_END = "<!-- console:begin -->", "<!-- console:end -->"
 
 
 def _timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, str, int]:
@@ -38,9 +42,11 @@ def measure(with_tests: bool) -> dict:
         seconds, out, code = _timed(runner)
         if code != 0:
             raise RuntimeError(f"the taxi run failed (exit {code}):\n{out[-3000:]}")
-        summary = out[out.index("\nRun ") + 1:].replace(output, "output")
-        figures["first_run"] = {"seconds": seconds, "summary": re.sub(
-            r"Run report: .*", "Run report: output/report/index.html", summary).strip()}
+        out = re.sub(r"Run report: .*", "Run report: output/report/index.html",
+                     out.replace(output, "output").replace(REPO_ROOT + os.sep, ""))
+        figures["first_run"] = {"seconds": seconds,
+                                "summary": out[out.index("\nRun ") + 1:].strip(),
+                                "console": console_excerpt(out)}
         seconds, out, code = _timed(runner)
         states = re.findall(r"^  \S+ +(COMPLETE|CACHED|FAILED|RUNNING|CANCELED) ", out, re.M)
         figures["cached_rerun"] = {"seconds": seconds, "cached_components": states.count("CACHED"),
@@ -51,6 +57,15 @@ def measure(with_tests: bool) -> dict:
         seconds, _, code = _timed(["make", "test"])
         figures["make_test"] = {"seconds": seconds, "exit_code": code}
     return figures
+
+
+def console_excerpt(out: str) -> str:
+    """A run's console as the README shows it: its lines up to the first finished component,
+    then from the eval metrics on (the log's time stamp as <time>)."""
+    lines = re.sub(r"run-\S+\.log", "run-<time>.log", out).strip().splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("✓ "))
+    metrics = next(i for i, line in enumerate(lines) if line.startswith("Eval metrics:"))
+    return "\n".join([*lines[:first + 1], "…", *lines[metrics:]])
 
 
 def markdown(figures: dict) -> str:
@@ -87,6 +102,8 @@ def main(argv: list[str]) -> int:
     text = markdown(figures)
     if args.update_docs:
         report.replace_block(paths.BENCHMARKS_DOC, BLOCK_BEGIN, BLOCK_END, text)
+        report.replace_block(README, CONSOLE_BEGIN, CONSOLE_END,
+                             f"```\n{figures['first_run']['console']}\n```")
     print(text)
     return 0
 
