@@ -262,7 +262,8 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     if label not in columns:
         raise ConfigError(f"LABEL={label!r} is not a column of the CSV files in {data_dir}; "
                           f"its columns are {', '.join(columns)}")
-    schema = tfdv.infer_schema(_statistics(data_dir, columns, dialect),
+    gaps = [i for i, c in enumerate(columns.values()) if c.is_number and c.markers]
+    schema = tfdv.infer_schema(csv_statistics(data_dir, list(columns), gaps, dialect),
                                infer_feature_shape=True)
     from tensorflow_metadata.proto.v0 import schema_pb2
 
@@ -353,17 +354,17 @@ def training_budget(train_rows: int) -> tuple[int, int]:
     return batch, epochs
 
 
-def _statistics(data_dir: str, columns: dict[str, Column], dialect: Dialect):
+def csv_statistics(data_dir: str, names: list[str], gaps: list[int], dialect: Dialect):
     """TFDV's statistics of the CSV files, as tfdv.generate_statistics_from_csv computes them
-    but with the header the checks read (TFDV keeps a byte-order mark in the first name), and
-    with the missing markers of number columns as the empty cells CsvExampleGen makes them."""
+    but read as CsvExampleGen reads them: rows by its own reader (a quoted value may hold a line
+    break; gzip files), the header `names` the checks read (TFDV keeps a byte-order mark in the
+    first name), the spec's delimiter, and missing markers in the number columns at the
+    indices `gaps` as the empty cells CsvExampleGen makes them."""
     import apache_beam as beam
     import tensorflow_data_validation as tfdv
     from tensorflow_data_validation.coders import csv_decoder
 
     from pipeline.components import example_gen
-
-    gaps = [i for i, c in enumerate(columns.values()) if c.is_number and c.markers]
 
     def blank_markers(line: str) -> str:
         cells = next(csv.reader([line], delimiter=dialect.delimiter))
@@ -371,8 +372,10 @@ def _statistics(data_dir: str, columns: dict[str, Column], dialect: Dialect):
             if i < len(cells) and is_missing(cells[i], dialect.extra):
                 cells[i] = ""
         out = io.StringIO()
-        csv.writer(out, lineterminator="", delimiter=dialect.delimiter).writerow(cells)
-        return out.getvalue()
+        # The writer quotes a value holding a line break only when the break is part of its
+        # line terminator; the terminator is cut off after.
+        csv.writer(out, lineterminator="\r\n", delimiter=dialect.delimiter).writerow(cells)
+        return out.getvalue()[:-2]
 
     output = os.path.join(tempfile.mkdtemp(prefix="make-dataset-"), "stats.tfrecord")
     try:
@@ -384,7 +387,7 @@ def _statistics(data_dir: str, columns: dict[str, Column], dialect: Dialect):
             if gaps:
                 lines = lines | beam.Map(blank_markers)
             _ = (lines
-                 | csv_decoder.DecodeCSV(column_names=list(columns),
+                 | csv_decoder.DecodeCSV(column_names=names,
                                          delimiter=dialect.delimiter)
                  | tfdv.GenerateStatistics(tfdv.StatsOptions())
                  | tfdv.WriteStatisticsToTFRecord(output))

@@ -75,12 +75,17 @@ def open_bytes(path: str) -> IO[bytes]:
 
 
 def text_bytes(path: str) -> int:
-    """The size of a data file's CSV text: a gzip file's trailer records it (modulo 4 GiB)."""
+    """The size of a data file's CSV text, or for a gzip file a lower bound: its trailer
+    records the size modulo 4 GiB, so the smallest size with that remainder that is not below
+    the compressed file's own (CSV text never compresses to more than itself)."""
+    compressed = os.path.getsize(path)
     if not path.endswith(GZIP_SUFFIX):
-        return os.path.getsize(path)
+        return compressed
     with open(path, "rb") as f:
         f.seek(-4, os.SEEK_END)
-        return int.from_bytes(f.read(4), "little")
+        remainder = int.from_bytes(f.read(4), "little")
+    wraps = max(0, -(-(compressed - remainder) // 2**32))
+    return remainder + wraps * 2**32
 
 
 def header_of(first_line: str, delimiter: str = ",") -> list[str]:

@@ -2,14 +2,16 @@
 
 The curated `schemas/<name>/schema.pbtxt` is what the pipeline imports; this file only shows
 what TFDV would infer from the data today, so a reviewer can diff the two before editing the
-curated one.
+curated one. The data is checked and read as `make run` reads it (the spec's delimiter and
+missing markers, gzip files, quoted line breaks), so the two schemas describe the same values.
 """
 
 import argparse
 import os
 import sys
 
-from pipeline import csv_check, datasets
+from pipeline import bootstrap, csv_check, datasets
+from pipeline.errors import ConfigError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,20 +20,26 @@ def main(argv: list[str] | None = None) -> int:
                         help="a name under schemas/ (default: taxi)")
     parser.add_argument("--data-dir", help="folder of CSV files (default: data/<dataset>)")
     args = parser.parse_args(argv)
-    folder = datasets.dataset_dir(args.dataset)
-    data_dir = args.data_dir or datasets.shipped_data_dir(args.dataset)
-    files = csv_check.csv_files(data_dir)
-    if not files:
-        print(f"error: no *.csv or *.csv.gz files in {data_dir!r}: set DATA_DIR",
-              file=sys.stderr)
+    try:
+        spec, curated = datasets.load_spec(args.dataset)
+        data_dir = args.data_dir or datasets.shipped_data_dir(args.dataset)
+        dialect = bootstrap.Dialect(spec.delimiter, spec.missing_values)
+        csv_check.check_data_dir(data_dir, [], "(none: make schema infers one)",
+                                 delimiter=dialect.delimiter, markers=dialect.extra)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
     import tensorflow_data_validation as tfdv
+    from tensorflow_metadata.proto.v0 import schema_pb2
 
-    stats = tfdv.generate_statistics_from_csv(data_location=os.path.join(data_dir,
-                                                                          csv_check.CSV_PATTERN))
-    schema = tfdv.infer_schema(stats)
+    files = csv_check.csv_files(data_dir)
+    with csv_check.open_text(files[0]) as f:
+        names = csv_check.header_of(f.readline().rstrip("\r\n"), dialect.delimiter)
+    numbers = {f.name for f in curated.feature if f.type in (schema_pb2.INT, schema_pb2.FLOAT)}
+    gaps = [i for i, name in enumerate(names) if name in numbers]
+    schema = tfdv.infer_schema(bootstrap.csv_statistics(data_dir, names, gaps, dialect))
+    folder = datasets.dataset_dir(args.dataset)
     output = os.path.join(folder, "inferred_schema.pbtxt")
-    os.makedirs(folder, exist_ok=True)
     tfdv.write_schema_text(schema, output)
     print(f"inferred schema of {len(files)} file(s) written to {output}")
     print(f"review it against the curated schema: diff -u {folder}/{datasets.SCHEMA_FILE} "

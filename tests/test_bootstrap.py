@@ -224,6 +224,43 @@ def test_a_gzip_compressed_export_is_read_as_its_text(tmp_path, capsys):
         csv_check.check_data_dir(str(folder), ["n"], "schema.pbtxt")
 
 
+def test_make_schema_reads_the_data_as_make_run_does(tmp_path, capsys):
+    """`make schema` on a ';'-delimited gzip export with a byte-order mark, a quoted line
+    break and NA gaps in a number column: the inferred schema names the same columns with the
+    same types as the one make dataset wrote; a stray file stops it with exit 2."""
+    import gzip
+
+    from pipeline import infer_schema
+
+    folder = tmp_path / "export"
+    folder.mkdir()
+    rows = [f"{i};{'NA' if i % 7 == 0 else f'{i * 0.5:.1f}'};\"note {i}\nmore\";"
+            f"{'yes' if i % 3 else 'no'}" for i in range(120)]
+    with gzip.open(folder / "rows.csv.gz", "wt", encoding="utf-8") as f:
+        f.write("\ufeffn;amount;note;y\r\n" + "\r\n".join(rows) + "\r\n")
+    assert bootstrap.main(["--name", "semi", "--data-dir", str(folder), "--label", "y", "--task",
+                           "binary", "--schemas-dir", str(tmp_path)]) == 0
+    dataset = str(tmp_path / "semi")
+    _, curated = datasets.load_spec(dataset)
+    assert infer_schema.main(["--dataset", dataset, "--data-dir", str(folder)]) == 0
+    inferred = datasets.load_schema(str(tmp_path / "semi" / "inferred_schema.pbtxt"))
+    assert {f.name: f.type for f in inferred.feature} == {f.name: f.type for f in curated.feature}
+    assert {f.name: f.type for f in inferred.feature}["amount"] == schema_pb2.FLOAT
+    (folder / "rows.csv.bak").write_text("old")
+    capsys.readouterr()
+    assert infer_schema.main(["--dataset", dataset, "--data-dir", str(folder)]) == 2
+    assert "rows.csv.bak' is neither *.csv nor *.csv.gz" in capsys.readouterr().err
+
+
+def test_a_gzip_files_text_size_is_never_below_its_compressed_size(tmp_path):
+    """gzip's trailer holds the text's size modulo 4 GiB: a file whose trailer reads less than
+    the file itself is taken as the next size that fits (the multi-processing threshold needs
+    a lower bound, never a size wrapped to near zero)."""
+    path = tmp_path / "big.csv.gz"
+    path.write_bytes(b"x" * 100 + (10).to_bytes(4, "little"))
+    assert csv_check.text_bytes(str(path)) == 10 + 2**32
+
+
 @pytest.mark.parametrize("name", ["../outside", "Mixed", "a/b", "x y"])
 def test_a_dataset_name_make_run_would_refuse_is_refused_before_anything_is_written(
         churn, tmp_path, capsys, name):
