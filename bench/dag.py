@@ -57,8 +57,9 @@ class DagRun:
 
 def _tree_pss(pid: int) -> int:
     """Proportional set size (bytes) of a process and all its descendants, 0 once it has
-    exited: each shared page counts once across the tree (split between the processes that
-    map it), so Beam's forked workers do not count the runner's pages again."""
+    exited: a page mapped by several processes counts once across the tree (split between
+    them), so the libraries Beam's worker processes load beside the runner's are not counted
+    once per process."""
     total, pending = 0, [pid]
     while pending:
         current = pending.pop()

@@ -93,9 +93,11 @@ def dags(scale: dict) -> list[str]:
     return [who for who in DAG_NAMES if who in ran]
 
 
-def value(scale: dict, who: str, key: str) -> float:
-    """The median over the scale's rounds of one run figure of one DAG."""
-    return median([r["runs"][who][key] for r in scale["rounds"]])
+def value(scale: dict, who: str, key: str) -> float | None:
+    """The median over the scale's rounds of one run figure of one DAG (None where the figure
+    is: an accuracy of a task without one)."""
+    values = [r["runs"][who][key] for r in scale["rounds"]]
+    return None if None in values else median(values)
 
 
 def stage_seconds(scale: dict, who: str, stage: str) -> float | None:
@@ -188,24 +190,23 @@ def _short_path(arg: str) -> str:
 def _settings(result: dict) -> list[str]:
     """What differs between the three DAGs, with the values this bench ran."""
     lines = ["**What differs between the DAGs** (the same data and training steps at every "
-             "scale):", "", "| setting | TFX template (defaults) | tuned template | "
-             "this project |", "|---|---|---|---|"]
+             "scale):", "", "| setting | " + " | ".join(DAG_NAMES.values()) + " |",
+             "|---|---|---|---|"]
     for scale in result["scale"]:
         args = " ".join(f"`{_short_path(a)}`" for a in scale["beam_args"])
-        lines.append(f"| Beam arguments, {scale['label']} | none (DirectRunner's defaults: "
-                     f"in memory, 1 worker) | {args} | the same |")
-    batches = {who: scale["rounds"][0]["runs"][who]["train_batch"]
-               for scale in result["scale"][:1] for who in dags(scale)}
+        lines.append(f"| Beam arguments, {scale['label']} | {args} | the same | none "
+                     "(DirectRunner's defaults: in memory, 1 worker) |")
+    first = result["scale"][0]["rounds"][0]["runs"]
     lines += [
-        "| Transform's own statistics | computed | off (`disable_statistics=True`) | off |",
-        "| schema | inferred (SchemaGen) | inferred (SchemaGen) | curated, imported "
-        "(ImportSchemaGen, ExampleValidator, AnomalyGate) |",
-        "| training batch | " + " | ".join(str(batches.get(w, "—"))
-                                           for w in (TEMPLATE, TUNED, PROJECT)) + " |",
-        "| model and features | the template's | the template's | this project's (from its "
-        "dataset spec) |",
-        "| Evaluator | the template's metrics and slices | the same | this project's "
-        "(accuracy, AUC, calibration; overall and by payment type) |", ""]
+        "| Transform's own statistics | off (`disable_statistics=True`) | off | computed |",
+        "| schema | curated, imported (ImportSchemaGen, ExampleValidator, AnomalyGate) | "
+        "inferred (SchemaGen) | inferred (SchemaGen) |",
+        "| training batch | " + " | ".join(str(first[w]["train_batch"]) if w in first else "—"
+                                           for w in DAG_NAMES) + " |",
+        "| model and features | this project's (from its dataset spec) | the template's | the "
+        "template's |",
+        "| Evaluator | this project's (accuracy, AUC, calibration; overall and by payment "
+        "type) | the template's metrics and slices | the same |", ""]
     return lines
 
 
@@ -218,13 +219,12 @@ def _scale_table(result: dict) -> list[str]:
              "defaults) | ours ÷ tuned | ours ÷ defaults | wall seconds (ours / tuned / "
              "defaults) | rows/s (ours) | eval accuracy (ours / tuned / defaults) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    order = (PROJECT, TUNED, TEMPLATE)
     for scale in result["scale"]:
         ran = dags(scale)
 
         def cells(key: str, fmt: str, ran: list[str] = ran, scale: dict = scale) -> str:
-            return " / ".join(fmt.format(value(scale, w, key)) if w in ran
-                              and value(scale, w, key) is not None else "—" for w in order)
+            medians = [value(scale, w, key) if w in ran else None for w in DAG_NAMES]
+            return " / ".join("—" if m is None else fmt.format(m) for m in medians)
 
         def ratio(theirs: str, ran: list[str] = ran, scale: dict = scale) -> str:
             if theirs not in ran:
@@ -235,7 +235,7 @@ def _scale_table(result: dict) -> list[str]:
         rate = scale["rows"] / value(scale, PROJECT, "component_seconds")
         lines.append(f"| {scale['label']} | {scale['rows']:,} | {scale['train_steps']:,} | "
                      f"{len(scale['rounds'])} | {cells('component_seconds', '{:.1f}')} | "
-                     f"{ratio('tuned')} | {ratio('template')} | "
+                     f"{ratio(TUNED)} | {ratio(TEMPLATE)} | "
                      f"{cells('wall_seconds', '{:.1f}')} | {rate:,.0f} | "
                      f"{cells('eval_accuracy', '{:.4f}')} |")
     return lines + [""]

@@ -16,6 +16,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras
 
+from pipeline.pipeline_config import REPO_ROOT
 from trainer_module import data
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
@@ -85,7 +86,7 @@ def tfx_reader_in_own_process(graph_dir: str, files: list[str], label_key: str,
     request = {"graph_dir": graph_dir, "files": files, "label_key": label_key,
                "batch_size": batch_size, "batches": batches, "repetitions": repetitions}
     done = subprocess.run([sys.executable, "-m", "bench.throughput", json.dumps(request)],
-                          capture_output=True, text=True,
+                          capture_output=True, text=True, cwd=REPO_ROOT,
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     if done.returncode != 0:
         raise RuntimeError(f"the TFX reader's process exited {done.returncode}:\n"

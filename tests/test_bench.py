@@ -445,14 +445,10 @@ def _scale(times: float, rounds: list[dict[str, dict]], rows: int = 100) -> dict
         return {"seconds": {}, "peak_memory_mb": {}, "eval_accuracy": 0.9, "train_batch": 256,
                 "wall_seconds": 1.0, **figures}
 
-    return {"label": report_label(times), "times": times, "rows": rows, "train_steps": 10,
+    return {"label": bench_run._scale_label(times), "times": times, "rows": rows, "train_steps": 10,
             "beam_args": ["--direct_running_mode=in_memory"],
             "rounds": [{"order": list(r), "runs": {w: run(f) for w, f in r.items()}}
                        for r in rounds]}
-
-
-def report_label(times: float) -> str:
-    return "shipped data" if times == 1 else f"{times:g}× shipped data"
 
 
 def test_stage_tables_take_medians_over_rounds_and_the_highest_peak():
@@ -518,7 +514,8 @@ def test_targets_and_tables_state_each_speed_target_with_its_numbers():
             "0.50 (0.30–0.60) | 21.0 / 40.0 / 50.0 | 10 | 0.9000 / 0.9000 / 0.9000 |") in table
     none = "— (not in its DAG)"  # these runs give no seconds
     assert f"| CsvExampleGen | {none} | {none} | {none} | 1,600 | — | 1,550 |" in table
-    assert "| Beam arguments, shipped data | none" in table
+    assert "| Beam arguments, shipped data | `--direct_running_mode=in_memory` | the same | " \
+        "none" in table
     assert "| training batch | 256 | 256 | 256 |" in table
 
 
