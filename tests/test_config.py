@@ -111,6 +111,8 @@ def test_unknown_trainer_setting_is_named():
     ("profile_steps", (4,), "expected two train steps"),
     ("export_parity_tolerance", 0.0, r"expected a number in \(0, 1\]"),
     ("warm_start", "yes", "expected true or false"),
+    ("cross_buckets", -1, "expected a whole number >= 0"),
+    ("cross_buckets", 46341, "expected at most 46340"),
 ])
 def test_trainer_settings_name_value_and_form(setting, value, expected):
     with pytest.raises(TrainerConfigError, match=f"{setting}=.*{expected}"):

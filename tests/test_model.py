@@ -59,6 +59,38 @@ def test_embedding_tables_fit_every_id_the_transform_emits(task_data):
         assert int(tf.reduce_min(parsed[name])) >= 0, name
 
 
+def test_every_pair_of_category_ids_has_its_own_embedding_rows():
+    """A pair with fewer combinations than cross_buckets gets a row for each; a larger pair
+    shares its rows by (a·sb + b) mod rows, in int32 even where a·sb is past int32."""
+    from trainer_module.model import PairEmbedding
+
+    big = 46340
+    layer = PairEmbedding([2, 3, big], buckets=10, dim=1, regularizer=None)
+    layer.build(None)
+    assert layer.blocks == [6, 10, 10]
+    layer.embeddings.assign(np.arange(26, dtype=np.float32).reshape(26, 1))
+    a, b, c = np.meshgrid(np.arange(2), np.arange(3), [0, 7, big - 1], indexing="ij")
+    a, b, c = (tf.constant(v.ravel(), tf.int32) for v in (a, b, c))
+    rows = layer([a, b, c]).numpy().astype(np.int64)
+    a, b, c = (v.numpy().astype(np.int64) for v in (a, b, c))
+    np.testing.assert_array_equal(rows[:, 0], a * 3 + b)  # exact: 6 distinct rows
+    np.testing.assert_array_equal(rows[:, 1], 6 + (a * big + c) % 10)
+    np.testing.assert_array_equal(rows[:, 2], 16 + (b * big + c) % 10)
+    wide = PairEmbedding([big, big], buckets=big, dim=1, regularizer=None)
+    wide.build(None)
+    wide.embeddings.assign(np.arange(big, dtype=np.float32).reshape(big, 1))
+    ids = tf.constant([big - 1], tf.int32)
+    assert int(wide([ids, ids]).numpy()[0, 0]) == ((big - 1) * big + big - 1) % big
+
+
+def test_pair_embeddings_follow_cross_buckets(task_data):
+    singles = [o for o in task_data.spec.model_outputs() if o.kind == CATEGORY and not o.group]
+    pairs = _model(task_data).get_layer("category_pairs_embedding")
+    assert pairs.output.shape == (None, len(singles) * (len(singles) - 1) // 2 * 4)
+    off = _model(task_data, TrainerConfig.create(cross_buckets=0))
+    assert "category_pairs_embedding" not in [layer.name for layer in off.layers]
+
+
 def test_steps_per_execution_is_applied(transformed_data):
     model = _model(transformed_data)
     compile_model(model, transformed_data.spec, optimizer=tf_keras.optimizers.Adam(),

@@ -21,6 +21,8 @@ LR_SCALINGS = ("none", "linear", "sqrt")
 CHOICES = {"cache": CACHE_MODES, "lr_scaling": LR_SCALINGS, "strategy": STRATEGIES,
            "mixed_precision": PRECISIONS}
 
+# The largest cross_buckets whose square fits int32: the pair hash multiplies two ids below it.
+MAX_CROSS_BUCKETS = 46340
 # The key under which the pipeline passes these settings in the Trainer's custom_config.
 CUSTOM_CONFIG_KEY = "trainer_config"
 # The key of the Tuner's trial budget in its custom_config (beside these settings).
@@ -67,16 +69,24 @@ class DataConfig:
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
-    """The network: an embedding per category, the numbers as they are, an MLP, the head.
+    """The network: an embedding per category and per pair of categories, the numbers as they
+    are, an MLP, the head.
 
     hidden_units: widths of the MLP's layers (multiples of 128 fill a TPU's matrix units).
-    embedding_dim: width of every category embedding.
-    dropout: dropout rate after each hidden layer.
+    embedding_dim: width of every category embedding, and of every pair's.
+    cross_buckets: embedding rows of each pair of category ids (every pair of single-id
+      category features gets an embedding of their combination, so the MLP sees which values
+      occur together, as a tree's successive splits do). A pair with fewer combinations gets
+      one row for each, without collisions; a pair with more shares these rows by a modular
+      hash. At most 46340, so the hash stays in int32 (a TPU has no native int64). 0: no
+      pairs.
+    dropout: dropout rate after each hidden layer and on the pairs' embeddings.
     l2: L2 weight penalty on hidden layers and embeddings.
     """
 
     hidden_units: tuple[int, ...] = (256, 128)
     embedding_dim: int = 4
+    cross_buckets: int = 10007
     dropout: float = 0.3
     l2: float = 0.001
 
@@ -87,6 +97,11 @@ class ModelConfig:
         for width in self.hidden_units:
             _check_int("hidden_units", width, minimum=1)
         _check_int("embedding_dim", self.embedding_dim, minimum=1)
+        _check_int("cross_buckets", self.cross_buckets, minimum=0)
+        if self.cross_buckets > MAX_CROSS_BUCKETS:
+            raise TrainerConfigError(
+                f"cross_buckets={self.cross_buckets}: expected at most {MAX_CROSS_BUCKETS} "
+                "(the pair hash multiplies two ids below it in int32), or 0 for no pairs")
         _check_fraction("dropout", self.dropout)
         _check_fraction("l2", self.l2)
 
