@@ -113,6 +113,7 @@ def test_unknown_trainer_setting_is_named():
     ("warm_start", "yes", "expected true or false"),
     ("cross_buckets", -1, "expected a whole number >= 0"),
     ("cross_buckets", 46341, "expected at most 46340"),
+    ("cross_dim", 0, "expected a whole number >= 1"),
 ])
 def test_trainer_settings_name_value_and_form(setting, value, expected):
     with pytest.raises(TrainerConfigError, match=f"{setting}=.*{expected}"):

@@ -1,5 +1,6 @@
 """Model building and the float32 export, for each task: what serving and the Evaluator get."""
 
+import itertools
 import math
 
 import numpy as np
@@ -85,8 +86,12 @@ def test_every_pair_of_category_ids_has_its_own_embedding_rows():
 
 def test_pair_embeddings_follow_cross_buckets(task_data):
     singles = [o for o in task_data.spec.model_outputs() if o.kind == CATEGORY and not o.group]
-    pairs = _model(task_data).get_layer("category_pairs_embedding")
-    assert pairs.output.shape == (None, len(singles) * (len(singles) - 1) // 2 * 4)
+    config = TrainerConfig.create(cross_dim=3)
+    pairs = _model(task_data, config).get_layer("category_pairs_embedding")
+    assert pairs.output.shape == (None, len(singles) * (len(singles) - 1) // 2 * 3)
+    assert pairs.embeddings.shape[0] == sum(
+        min(a * b, config.model.cross_buckets) for a, b in itertools.combinations(
+            [category_sizes(task_data.spec, _tft(task_data))[o.name] for o in singles], 2))
     off = _model(task_data, TrainerConfig.create(cross_buckets=0))
     assert "category_pairs_embedding" not in [layer.name for layer in off.layers]
 

@@ -73,20 +73,23 @@ class ModelConfig:
     are, an MLP, the head.
 
     hidden_units: widths of the MLP's layers (multiples of 128 fill a TPU's matrix units).
-    embedding_dim: width of every category embedding, and of every pair's.
+    embedding_dim: width of every category embedding.
     cross_buckets: embedding rows of each pair of category ids (every pair of single-id
       category features gets an embedding of their combination, so the MLP sees which values
       occur together, as a tree's successive splits do). A pair with fewer combinations gets
       one row for each, without collisions; a pair with more shares these rows by a modular
       hash. At most 46340, so the hash stays in int32 (a TPU has no native int64). 0: no
       pairs.
+    cross_dim: width of every pair's embedding; 1 is a learned value per combination. Adam
+      updates the whole table every step, so the table's size is training time.
     dropout: dropout rate after each hidden layer and on the pairs' embeddings.
     l2: L2 weight penalty on hidden layers and embeddings.
     """
 
     hidden_units: tuple[int, ...] = (256, 128)
     embedding_dim: int = 4
-    cross_buckets: int = 10007
+    cross_buckets: int = 1009
+    cross_dim: int = 1
     dropout: float = 0.3
     l2: float = 0.001
 
@@ -98,6 +101,7 @@ class ModelConfig:
             _check_int("hidden_units", width, minimum=1)
         _check_int("embedding_dim", self.embedding_dim, minimum=1)
         _check_int("cross_buckets", self.cross_buckets, minimum=0)
+        _check_int("cross_dim", self.cross_dim, minimum=1)
         if self.cross_buckets > MAX_CROSS_BUCKETS:
             raise TrainerConfigError(
                 f"cross_buckets={self.cross_buckets}: expected at most {MAX_CROSS_BUCKETS} "
