@@ -298,9 +298,12 @@ def _quality(export_dir: str, data) -> float:
 
 # Per task: (global batch, steps, learning rate, "learned" bound, allowed 1-vs-8 gap). The
 # bounds are what guessing cannot reach: taxi's majority class is 0.724 of these eval rows,
-# the penguins' 0.44; predicting the mean fare scores an RMSE of about 10.6 dollars.
+# the penguins' 0.44; predicting the mean fare scores an RMSE of about 10.6 dollars. Taxi's
+# 80 steps are 20 passes over its 1,000 training rows: past that, the category pairs'
+# embeddings memorise the rows and eval accuracy swings by more than the gap between runs of
+# one layout.
 EIGHT_REPLICA_RUNS = {
-    "binary": (256, 240, 0.003, 0.75, 0.03),
+    "binary": (256, 80, 0.003, 0.75, 0.03),
     "multiclass": (64, 240, 0.003, 0.9, 0.05),
     "regression": (256, 240, 0.003, 8.0, 1.0),
 }
