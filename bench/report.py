@@ -94,8 +94,8 @@ def dags(scale: dict) -> list[str]:
 
 
 def value(scale: dict, who: str, key: str) -> float | None:
-    """The median over the scale's rounds of one run figure of one DAG (None where the figure
-    is: an accuracy of a task without one)."""
+    """The median over the scale's rounds of one run figure of one DAG, or None where a round
+    has no value for it (an accuracy, for a task without one)."""
     values = [r["runs"][who][key] for r in scale["rounds"]]
     return None if None in values else median(values)
 

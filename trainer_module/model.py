@@ -150,6 +150,10 @@ class PairEmbedding(tf_keras.layers.Layer):
             *itertools.combinations(range(len(sizes)), 2), strict=True))
         self.blocks = [min(sizes[i] * sizes[j], buckets)
                        for i, j in zip(self.firsts, self.seconds, strict=True)]
+        # sb mod rows per pair, and where each pair's block starts in the table.
+        self.second_sizes = [sizes[j] % rows for j, rows in zip(self.seconds, self.blocks,
+                                                                strict=True)]
+        self.offsets = list(itertools.accumulate(self.blocks, initial=0))[:-1]
 
     def build(self, input_shape: list) -> None:
         self.embeddings = self.add_weight(
@@ -165,8 +169,8 @@ class PairEmbedding(tf_keras.layers.Layer):
         # with at most `buckets` combinations is exact (a·sb + b < rows).
         a = tf.gather(stacked, self.firsts, axis=1) % rows
         b = tf.gather(stacked, self.seconds, axis=1) % rows
-        second_sizes = tf.constant([self.sizes[j] for j in self.seconds], tf.int32) % rows
-        offsets = tf.constant(list(itertools.accumulate(self.blocks, initial=0))[:-1], tf.int32)
+        second_sizes = tf.constant(self.second_sizes, tf.int32)
+        offsets = tf.constant(self.offsets, tf.int32)
         vectors = tf.gather(self.embeddings, (a * second_sizes % rows + b) % rows + offsets)
         return tf.cast(tf.reshape(vectors, [-1, len(self.blocks) * self.dim]),
                        self.compute_dtype)
