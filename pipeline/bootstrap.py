@@ -62,6 +62,29 @@ MAX_CLASSES = 1000
 TRAIN_STEPS_TARGET = 20_000
 MIN_EPOCHS, MAX_EPOCHS = 10, 200
 LARGE_DATA_ROWS, LARGE_BATCH = 200_000, 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkSize:
+    """The network `make dataset` writes ([model]) for datasets of at least `rows` training
+    rows, and why."""
+
+    rows: int
+    hidden_units: tuple[int, ...]
+    dropout: float
+    l2: float
+    why: str
+
+
+# From the fewest training rows up; a dataset takes the last size whose `rows` it reaches.
+# Many rows regularise the weights themselves: they get lighter penalties. Wider or deeper
+# layers did no better at any size the quality suite has (229 to 850,000 training rows), nor
+# did other penalties below LARGE_DATA_ROWS. docs/trainer-and-tpu.md ("Sizes that follow the
+# data") has the runs.
+NETWORK_SIZES = (
+    NetworkSize(0, (256, 128), 0.3, 0.001, "the default network"),
+    NetworkSize(LARGE_DATA_ROWS, (256, 128), 0.1, 0.0001, "many rows: light penalties"),
+)
 POSITIVE_WORDS = {"yes", "y", "true", "t", "1"}  # a binary label's positive class, in any case
 DISTINCT_CAP = 100_000  # distinct values kept per column while scanning
 BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")  # what TOML accepts unquoted
@@ -320,12 +343,16 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     slices = _slice_columns(columns, types, label)
     train_rows = label_column.present * 2 // 3  # CsvExampleGen's default 2:1 split
     batch, epochs = training_budget(train_rows)
+    size = network_size(train_rows)
     lines += ["", "[features]"] + features
     lines += ["", "[evaluation]", f"slices = {_toml(slices)}", "", "[evaluation.thresholds]",
               f"# {threshold_why}", thresholds, "", "[training]",
               f"# About {train_rows} training rows: batches of {batch}, at most {epochs} passes",
               "# over them (training stops earlier when the validation loss stops improving).",
-              f"epochs = {epochs}", f"per_replica_batch_size = {batch}", ""]
+              f"epochs = {epochs}", f"per_replica_batch_size = {batch}", "", "[model]",
+              f"# {size.why} (for about {train_rows} training rows)",
+              f"hidden_units = {_toml(list(size.hidden_units))}", f"dropout = {size.dropout}",
+              f"l2 = {size.l2}", ""]
     if dialect != Dialect():
         lines += ["[csv]", "# How the files are written (make dataset read them so).",
                   f"delimiter = {_toml(dialect.delimiter)}",
@@ -338,7 +365,14 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     decisions.append(f"  thresholds: {thresholds}  ({threshold_why})")
     decisions.append(f"  slices: {', '.join(slices) or 'none'}; training: at most {epochs} "
                      f"epochs in batches of {batch}")
+    decisions.append(f"  network: layers {_toml(list(size.hidden_units))}, dropout "
+                     f"{size.dropout}, l2 {size.l2} ({size.why})")
     return schema, "\n".join(lines), decisions
+
+
+def network_size(train_rows: int) -> NetworkSize:
+    """The entry of NETWORK_SIZES for this many training rows."""
+    return [size for size in NETWORK_SIZES if train_rows >= size.rows][-1]
 
 
 def training_budget(train_rows: int) -> tuple[int, int]:

@@ -57,7 +57,8 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: object) -> Pipel
             trainer[setting] = parse(var, env[var])
     trainer_overrides = overrides.pop("trainer", None)
     values.update(overrides)
-    # The dataset's own sizes come first among the defaults: a spec for 300 rows says so.
+    # The dataset's own sizes (budget, batch, network) come first among the defaults: a spec
+    # for 300 rows says so.
     spec = PipelineConfig(dataset=str(values.get("dataset", DEFAULT_DATASET))).dataset_spec()
     if "train_steps" in values and "epochs" in trainer:
         raise ConfigError(f"TRAIN_STEPS={values['train_steps']} and EPOCHS={trainer['epochs']}: "
@@ -71,6 +72,8 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: object) -> Pipel
         # The spec's batch is the one its learning rate was tuned at (one replica).
         trainer.setdefault("per_replica_batch_size", spec.per_replica_batch_size)
         trainer.setdefault("reference_batch_size", spec.per_replica_batch_size)
+    for setting, value in spec.model:
+        trainer.setdefault(setting, value)
     try:
         values["trainer"] = trainer_overrides or TrainerConfig.create(**trainer)
         return PipelineConfig(**values)

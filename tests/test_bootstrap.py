@@ -10,6 +10,7 @@ import pytest
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from pipeline import bootstrap, csv_check, datasets
+from pipeline.env_settings import from_env
 from pipeline.errors import ConfigError
 from trainer_module.missing import folded
 
@@ -67,13 +68,33 @@ def test_roles_follow_the_data_with_their_reasons(churn, tmp_path):
                              "missing": "stop"}
     majority = spec["evaluation"]["thresholds"]["accuracy"]["min"]
     assert 0.5 < majority < 1 and spec["evaluation"]["slices"] == ["plan"]
-    # What it wrote is what the pipeline reads.
+    # 400 training rows (2:1 of 600): the network of the smallest size.
+    size = bootstrap.network_size(400)
+    assert size == bootstrap.NETWORK_SIZES[0]
+    assert spec["model"] == {"hidden_units": list(size.hidden_units), "dropout": size.dropout,
+                             "l2": size.l2}
+    # What it wrote is what the pipeline reads, and the Trainer trains.
     loaded, schema = datasets.load_spec(str(tmp_path / "churn"))
     assert loaded.task == "binary" and loaded.classes == ("no", "yes")
+    model = from_env({"DATASET": str(tmp_path / "churn")}).trainer.model
+    assert (model.hidden_units, model.dropout, model.l2) == (size.hidden_units, size.dropout,
+                                                             size.l2)
     spend = next(f for f in schema.feature if f.name == "monthly_spend")
     assert spend.value_count.min == 0 and not spend.HasField("shape")  # gaps allowed
     label = next(f for f in schema.feature if f.name == "churned")
     assert list(label.not_in_environment) == ["SERVING"]
+
+
+def test_the_networks_penalties_shrink_as_the_training_rows_grow():
+    sizes = bootstrap.NETWORK_SIZES
+    assert sizes[0].rows == 0 and [s.rows for s in sizes] == sorted({s.rows for s in sizes})
+    for smaller, larger in itertools.pairwise(sizes):
+        assert all(a >= b for a, b in zip(larger.hidden_units, smaller.hidden_units, strict=False))
+        assert len(larger.hidden_units) >= len(smaller.hidden_units)
+        assert larger.dropout < smaller.dropout and larger.l2 < smaller.l2
+        assert bootstrap.network_size(larger.rows - 1) == smaller
+        assert bootstrap.network_size(larger.rows) == larger
+    assert bootstrap.network_size(10**9) == sizes[-1]
 
 
 @pytest.mark.parametrize("label, task, message", [

@@ -12,17 +12,20 @@ import dataclasses
 from typing import Any
 
 from trainer_module import tasks
+from trainer_module.config import ModelConfig, TrainerConfigError
 from trainer_module.features import KINDS, NUMERIC_TYPES, PACKED_NAMES, Output, transformed_name
 
 # The key under which the pipeline passes the spec in Transform's and the Trainer's custom_config.
 CUSTOM_CONFIG_KEY = "dataset_spec"
 RULE_OPS = (">", ">=", "<", "<=")
 MISSING_LABELS = ("stop", "drop")
-SECTIONS = ("label", "features", "evaluation", "training", "csv")
+SECTIONS = ("label", "features", "evaluation", "training", "model", "csv")
 CSV_KEYS = ("delimiter", "missing_values")
 # The delimiters a [csv] table may name.
 DELIMITERS = (",", ";", "\t", "|")
 TRAINING_KEYS = ("train_steps", "epochs", "per_replica_batch_size")
+# The network's sizes a spec may give ([model]): ModelConfig's settings of the same names.
+MODEL_KEYS = ("hidden_units", "dropout", "l2")
 
 
 class SpecError(ValueError):
@@ -104,6 +107,8 @@ class DatasetSpec:
       (such rows are left out of training and evaluation, and the report counts them);
     train_steps / epochs / per_replica_batch_size: defaults for this dataset's size (settings
       win): a budget in train steps, or in passes over the training rows.
+    model: the network's sizes for this dataset's size ([model], MODEL_KEYS → value; settings
+      win), as (key, value) pairs.
     delimiter / missing_values: how the CSV files are written ([csv]): the field delimiter, and
       the words besides trainer_module/missing.py's that mean "no value" in a number column.
     """
@@ -121,6 +126,7 @@ class DatasetSpec:
     train_steps: int | None = None
     epochs: int | None = None
     per_replica_batch_size: int | None = None
+    model: tuple[tuple[str, Any], ...] = ()
     delimiter: str = ","
     missing_values: tuple[str, ...] = ()
 
@@ -215,10 +221,12 @@ class DatasetSpec:
             thresholds[t.metric] = {side: t.bound, **(
                 {} if t.allowed_change is None else {"allowed_change": t.allowed_change})}
         training = {k: getattr(self, k) for k in TRAINING_KEYS if getattr(self, k) is not None}
+        model = {k: list(v) if isinstance(v, tuple) else v for k, v in self.model}
         csv = {"delimiter": self.delimiter, "missing_values": list(self.missing_values)}
         return {"name": self.name, "label": label, "features": features,
                 "evaluation": {"slices": list(self.slices), "thresholds": thresholds},
-                **({"training": training} if training else {}), "csv": csv}
+                **({"training": training} if training else {}),
+                **({"model": model} if model else {}), "csv": csv}
 
     def to_custom_config(self) -> dict[str, Any]:
         """What Transform and the Trainer need: the label, the features and the CSV dialect
@@ -346,6 +354,7 @@ def from_dict(values: Any, source: str, name: str, evaluation: bool = True) -> D
                                   or value < 1):
             raise r.fail(f"training.{key}", value, "a whole number >= 1")
         steps[key] = value
+    model = _model_sizes(r, r.table(values.get("model"), "model", required=False))
     dialect = r.table(values.get("csv"), "csv", required=False)
     r.unknown(dialect, "csv", CSV_KEYS)
     delimiter = dialect.get("delimiter", ",")
@@ -359,7 +368,8 @@ def from_dict(values: Any, source: str, name: str, evaluation: bool = True) -> D
     spec = DatasetSpec(name=name, task=task, label=column, features=features,
                        thresholds=thresholds, classes=classes, rule=rule, slices=tuple(slices),
                        regression_loss=regression_loss, missing_labels=missing,
-                       delimiter=delimiter, missing_values=tuple(markers), **steps)
+                       model=model, delimiter=delimiter, missing_values=tuple(markers),
+                       **steps)
     names = [o.name for o in spec.model_outputs()]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:
@@ -525,3 +535,23 @@ def label_values_allowed(spec: DatasetSpec) -> tuple[str, ...] | None:
     if spec.rule or spec.task == tasks.REGRESSION:
         return None
     return spec.classes or ("0", "1")
+
+
+def _model_sizes(r: _Reader, table: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The [model] table's sizes, each checked by ModelConfig itself (one rule per setting)."""
+    r.unknown(table, "model", MODEL_KEYS)
+    sizes = []
+    for key in MODEL_KEYS:
+        if key not in table:
+            continue
+        value = table[key]
+        if key == "hidden_units":
+            if not isinstance(value, list):
+                raise r.fail("model.hidden_units", value, "a list of widths, e.g. [256, 128]")
+            value = tuple(value)
+        try:
+            ModelConfig(**{key: value})
+        except TrainerConfigError as e:
+            raise r.fail(f"model.{key}", table[key], str(e).split(": expected ", 1)[-1]) from e
+        sizes.append((key, value))
+    return tuple(sizes)
