@@ -28,6 +28,7 @@ from pipeline import console, csv_check, datasets
 from pipeline.errors import ConfigError
 from pipeline.pipeline_config import DEFAULT_OUTPUT_DIR
 from trainer_module import datetimes, tasks
+from trainer_module.config import ModelConfig
 from trainer_module.features import NUMERIC_TYPES
 from trainer_module.missing import NO_EXTRA, folded, is_missing
 
@@ -81,9 +82,12 @@ class NetworkSize:
 # layers did no better at any size the quality suite has (229 to 850,000 training rows), nor
 # did other penalties below LARGE_DATA_ROWS. docs/trainer-and-tpu.md ("Sizes that follow the
 # data") has the runs.
+_DEFAULT_NETWORK = ModelConfig()
 NETWORK_SIZES = (
-    NetworkSize(0, (256, 128), 0.3, 0.001, "the default network"),
-    NetworkSize(LARGE_DATA_ROWS, (256, 128), 0.1, 0.0001, "many rows: light penalties"),
+    NetworkSize(0, _DEFAULT_NETWORK.hidden_units, _DEFAULT_NETWORK.dropout, _DEFAULT_NETWORK.l2,
+                "the default network"),
+    NetworkSize(LARGE_DATA_ROWS, _DEFAULT_NETWORK.hidden_units, 0.1, 0.0001,
+                "many rows: light penalties"),
 )
 POSITIVE_WORDS = {"yes", "y", "true", "t", "1"}  # a binary label's positive class, in any case
 DISTINCT_CAP = 100_000  # distinct values kept per column while scanning
@@ -351,8 +355,8 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
               "# over them (training stops earlier when the validation loss stops improving).",
               f"epochs = {epochs}", f"per_replica_batch_size = {batch}", "", "[model]",
               f"# {size.why} (for about {train_rows} training rows)",
-              f"hidden_units = {_toml(list(size.hidden_units))}", f"dropout = {size.dropout}",
-              f"l2 = {size.l2}", ""]
+              f"hidden_units = {_toml(list(size.hidden_units))}",
+              f"dropout = {_toml(size.dropout)}", f"l2 = {_toml(size.l2)}", ""]
     if dialect != Dialect():
         lines += ["[csv]", "# How the files are written (make dataset read them so).",
                   f"delimiter = {_toml(dialect.delimiter)}",
