@@ -133,22 +133,25 @@ def test_spec_round_trips_and_custom_config_holds_only_what_transform_and_traine
     assert spec.label_sources == ("tips",)  # fare is a feature as well as the rule's base
     passed = DatasetSpec.from_custom_config(spec.to_custom_config())
     assert passed == dataclasses.replace(spec, thresholds=(), slices=(), train_steps=None,
-                                         per_replica_batch_size=None)
+                                         per_replica_batch_size=None, model=())
     # A new threshold or slice changes neither Transform's nor the Trainer's cache key.
     looser = dataclasses.replace(spec, thresholds=(Threshold("auc", 0.5, None),), slices=())
     assert looser.to_custom_config() == spec.to_custom_config()
 
 
-def test_the_specs_network_sizes_are_the_trainers_defaults_and_settings_win(tmp_path):
-    sized = PENGUIN_SPEC + "\n[model]\nhidden_units = [384, 128]\ndropout = 0.2\nl2 = 0.0005\n"
+def test_the_specs_network_is_the_trainers_default_and_settings_win(tmp_path):
+    sized = PENGUIN_SPEC + ("\n[model]\nhidden_units = [384, 128]\ndropout = 0.2\nl2 = 0.0005\n"
+                            "cross_buckets = 0\n")
     config = _dataset(tmp_path, sized)
     spec = config.dataset_spec()
-    assert spec.model == (("hidden_units", (384, 128)), ("dropout", 0.2), ("l2", 0.0005))
+    assert spec.model == (("hidden_units", (384, 128)), ("dropout", 0.2), ("l2", 0.0005),
+                          ("cross_buckets", 0))
     assert from_dict(spec.to_dict(), "spec.toml", spec.name) == spec
     # Sizes are the Trainer's settings, not Transform's: they stay out of its custom_config.
     assert spec.to_custom_config() == dataclasses.replace(spec, model=()).to_custom_config()
     model = from_env({"DATASET": config.dataset}).trainer.model
-    assert (model.hidden_units, model.dropout, model.l2) == ((384, 128), 0.2, 0.0005)
+    assert (model.hidden_units, model.dropout, model.l2, model.cross_buckets) == (
+        (384, 128), 0.2, 0.0005, 0)
     given = TrainerConfig.create(hidden_units=(128,))
     assert from_env({"DATASET": config.dataset}, trainer=given).trainer == given
 
@@ -159,7 +162,9 @@ def test_the_specs_network_sizes_are_the_trainers_defaults_and_settings_win(tmp_
     ("hidden_units = [256, 0]", "model.hidden_units = [256, 0]: expected a whole number >= 1"),
     ("dropout = 1.5", "model.dropout = 1.5: expected a number in [0, 1)"),
     ("l2 = \"small\"", "model.l2 = 'small': expected a number in [0, 1)"),
-    ("width = 3", "model.width = 3: expected only the keys hidden_units, dropout, l2"),
+    ("cross_buckets = 50000", "model.cross_buckets = 50000: expected at most 46340"),
+    ("width = 3", "model.width = 3: expected only the keys hidden_units, dropout, l2, "
+     "cross_buckets"),
 ])
 def test_bad_network_sizes_name_the_key_and_the_expected_form(tmp_path, table, fragment):
     _fails(_dataset(tmp_path, PENGUIN_SPEC + f"\n[model]\n{table}\n"), "spec.toml: ",

@@ -24,8 +24,8 @@ CSV_KEYS = ("delimiter", "missing_values")
 # The delimiters a [csv] table may name.
 DELIMITERS = (",", ";", "\t", "|")
 TRAINING_KEYS = ("train_steps", "epochs", "per_replica_batch_size")
-# The network's sizes a spec may give ([model]): ModelConfig's settings of the same names.
-MODEL_KEYS = ("hidden_units", "dropout", "l2")
+# The network a spec may give ([model]): ModelConfig's settings of the same names.
+MODEL_KEYS = ("hidden_units", "dropout", "l2", "cross_buckets")
 
 
 class SpecError(ValueError):
@@ -107,8 +107,8 @@ class DatasetSpec:
       (such rows are left out of training and evaluation, and the report counts them);
     train_steps / epochs / per_replica_batch_size: defaults for this dataset's size (settings
       win): a budget in train steps, or in passes over the training rows.
-    model: the network's sizes for this dataset's size ([model], MODEL_KEYS → value; settings
-      win), as (key, value) pairs.
+    model: the network for this dataset ([model], MODEL_KEYS → value; settings win): sizes for
+      its row count, and whether categories are paired; as (key, value) pairs.
     delimiter / missing_values: how the CSV files are written ([csv]): the field delimiter, and
       the words besides trainer_module/missing.py's that mean "no value" in a number column.
     """
@@ -538,7 +538,7 @@ def label_values_allowed(spec: DatasetSpec) -> tuple[str, ...] | None:
 
 
 def _model_sizes(r: _Reader, table: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    """The [model] table's sizes, each checked by ModelConfig itself (one rule per setting)."""
+    """The [model] table's settings, each checked by ModelConfig itself (one rule per setting)."""
     r.unknown(table, "model", MODEL_KEYS)
     sizes = []
     for key in MODEL_KEYS:
