@@ -354,7 +354,7 @@ def from_dict(values: Any, source: str, name: str, evaluation: bool = True) -> D
                                   or value < 1):
             raise r.fail(f"training.{key}", value, "a whole number >= 1")
         steps[key] = value
-    model = _model_sizes(r, r.table(values.get("model"), "model", required=False))
+    model = _model_settings(r, r.table(values.get("model"), "model", required=False))
     dialect = r.table(values.get("csv"), "csv", required=False)
     r.unknown(dialect, "csv", CSV_KEYS)
     delimiter = dialect.get("delimiter", ",")
@@ -537,10 +537,10 @@ def label_values_allowed(spec: DatasetSpec) -> tuple[str, ...] | None:
     return spec.classes or ("0", "1")
 
 
-def _model_sizes(r: _Reader, table: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+def _model_settings(r: _Reader, table: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     """The [model] table's settings, each checked by ModelConfig itself (one rule per setting)."""
     r.unknown(table, "model", MODEL_KEYS)
-    sizes = []
+    settings = []
     for key in MODEL_KEYS:
         if key not in table:
             continue
@@ -553,5 +553,5 @@ def _model_sizes(r: _Reader, table: dict[str, Any]) -> tuple[tuple[str, Any], ..
             ModelConfig(**{key: value})
         except TrainerConfigError as e:
             raise r.fail(f"model.{key}", table[key], str(e).split(": expected ", 1)[-1]) from e
-        sizes.append((key, value))
-    return tuple(sizes)
+        settings.append((key, value))
+    return tuple(settings)
