@@ -296,14 +296,22 @@ def _quality(export_dir: str, data) -> float:
     return data.rows.quality(outputs, data.eval_csv_rows)
 
 
-# Per task: (global batch, steps, learning rate, "learned" bound, allowed 1-vs-8 gap). The
-# bounds are what guessing cannot reach: taxi's majority class is 0.724 of these eval rows,
-# the penguins' 0.44; predicting the mean fare scores an RMSE of about 10.6 dollars. Taxi's
-# 80 steps are 20 passes over its 1,000 training rows: past that, the category pairs'
-# embeddings memorise the rows and eval accuracy swings by more than the gap between runs of
-# one layout.
+def _auc(export_dir: str, data) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    _, outputs = _serve(export_dir, data, data.eval_csv_rows)
+    labels = [data.rows.label(r) for r in data.eval_csv_rows]
+    return float(roc_auc_score(labels, outputs["probabilities"].numpy()[:, 0]))
+
+
+# Per task: (global batch, steps, learning rate, "learned" bound, allowed 1-vs-8 gap). Taxi is
+# scored by AUC, as the Evaluator and the quality suite score it: on its 500 eval rows the
+# accuracy of one layout moves by up to 0.01 between runs of the same seed, while the AUC
+# moves by about half that. The bounds are what guessing cannot reach: an AUC of 0.5 for
+# taxi, the majority class's 0.44 for the penguins, and an RMSE of about 10.6 dollars for the
+# mean fare. Each run trains the network its spec's [model] table names, as the pipeline does.
 EIGHT_REPLICA_RUNS = {
-    "binary": (256, 80, 0.003, 0.75, 0.03),
+    "binary": (256, 80, 0.003, 0.85, 0.03),
     "multiclass": (64, 240, 0.003, 0.9, 0.05),
     "regression": (256, 240, 0.003, 8.0, 1.0),
 }
@@ -313,30 +321,24 @@ def test_eight_replicas_train_like_one(task_data, tmp_path):
     """8 logical CPU devices: the layout of a v3-8/v4-8 host, with the real run_fn."""
     task = task_data.spec.task
     batch, steps, rate, learned, gap = EIGHT_REPLICA_RUNS[task]
+    score = _auc if task == "binary" else _quality
     results = {}
     for replicas in (1, 8):
         args = _fn_args(task_data, str(tmp_path / f"r{replicas}"), steps,
                         global_batch_size=batch, reference_batch_size=batch, seed=7,
                         checkpoint_epochs=2, learning_rate=rate,
-                        dropout=0.0)  # no per-replica dropout noise: the runs differ by layout only
+                        **{**dict(task_data.spec.model),
+                           "dropout": 0.0})  # no per-replica dropout noise: only the layout differs
         proc = _trainer(_write_args(tmp_path / f"r{replicas}.json", args), replicas)
         out, _ = proc.communicate(timeout=600)
         assert proc.returncode == 0, out[-4000:]
         assert (f"replicas={replicas} per-replica batch={batch // replicas} global "
                 f"batch={batch}") in out
-        results[replicas] = _quality(args["serving_model_dir"], task_data)
+        results[replicas] = score(args["serving_model_dir"], task_data)
     assert "MirroredStrategy" in out
     # Both learned and agree within the gap.
     better = (lambda q: q > learned) if task != "regression" else (lambda q: q < learned)
     assert better(results[1]) and abs(results[8] - results[1]) <= gap, results
-
-
-def _auc(export_dir: str, data) -> float:
-    from sklearn.metrics import roc_auc_score
-
-    _, outputs = _serve(export_dir, data, data.eval_csv_rows)
-    labels = [data.rows.label(r) for r in data.eval_csv_rows]
-    return float(roc_auc_score(labels, outputs["probabilities"].numpy()[:, 0]))
 
 
 def test_eight_times_the_batch_keeps_quality_with_the_scaled_learning_rate(transformed_data,
