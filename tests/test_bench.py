@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from bench import dag, generate, report
 from bench import run as bench_run
@@ -523,3 +524,30 @@ def test_scales_parse_in_order_and_a_bad_list_names_its_flag():
     assert bench_run.parse_scales("--scales", "100,1,10") == [1.0, 10.0, 100.0]
     with pytest.raises(ValueError, match="--template-scales '1,x': expected numbers"):
         bench_run.parse_scales("--template-scales", "1,x")
+
+
+def test_quality_baseline_does_not_depend_on_the_order_of_csv_example_gens_rows(tmp_path):
+    """From 10,000 train rows on, the trees stop early on a slice picked by position, and
+    CsvExampleGen's shards hold their rows in an order that changes between runs."""
+    from bench import quality
+
+    rows = TAXI.read_rows()
+    train, evaluation = rows[:12_000], rows[12_000:]
+    shuffled = list(train)
+    np.random.default_rng(3).shuffle(shuffled)
+
+    def examples(name: str, shards: list[list[dict[str, str]]]) -> str:
+        for split, parts in (("train", shards), ("eval", [evaluation])):
+            os.makedirs(tmp_path / name / f"Split-{split}")
+            for i, part in enumerate(parts):
+                path = str(tmp_path / name / f"Split-{split}" / f"data-{i}.gz")
+                with tf.io.TFRecordWriter(path, options="GZIP") as writer:
+                    for row in part:
+                        writer.write(TAXI.to_example(row).SerializeToString())
+        return str(tmp_path / name)
+
+    one = quality.baseline(examples("in_order", [train]), TAXI.spec)
+    other = quality.baseline(examples("shuffled", [shuffled[:5_000], shuffled[5_000:]]),
+                             TAXI.spec)
+    assert one["train_rows"] == 12_000 and 0.9 < one["auc"] < 1.0, one
+    assert one == other
