@@ -307,9 +307,10 @@ def _auc(export_dir: str, data) -> float:
 # Per task: (global batch, steps, learning rate, "learned" bound, allowed 1-vs-8 gap). Taxi is
 # scored by AUC, as the Evaluator and the quality suite score it: on its 500 eval rows the
 # accuracy of one layout moves by up to 0.01 between runs of the same seed, while the AUC
-# moves by about half that. The bounds are what guessing cannot reach: an AUC of 0.5 for
-# taxi, the majority class's 0.44 for the penguins, and an RMSE of about 10.6 dollars for the
-# mean fare. Each run trains the network its spec's [model] table names, as the pipeline does.
+# moves by about half that (and one layout's AUC was 0.009-0.014 from the other's). The
+# bounds are what guessing cannot reach: an AUC of 0.5 for taxi, the majority class's 0.44
+# for the penguins, and an RMSE of about 10.6 dollars for the mean fare. Each run trains the
+# network its spec's [model] table names, as the pipeline does.
 EIGHT_REPLICA_RUNS = {
     "binary": (256, 80, 0.003, 0.85, 0.03),
     "multiclass": (64, 240, 0.003, 0.9, 0.05),
