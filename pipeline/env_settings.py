@@ -142,6 +142,7 @@ TRAINER_VARIABLES = {
     "EPOCHS": ("epochs", _env_int),
     "EARLY_STOPPING_PATIENCE": ("early_stopping_patience", _env_int),
     "VALIDATION_FRACTION": ("validation_fraction", _env_float),
+    "SEED": ("seed", _env_int),
     "WARM_START": ("warm_start", _env_bool),
     "STRATEGY": ("strategy", _env_str),
     "TPU_ADDRESS": ("tpu_address", _env_str),

@@ -89,12 +89,18 @@ class DatasetRows:
         """The label the spec makes of a raw row (class id, 0/1, or the number)."""
         return self.spec.label_of(row)
 
-    def quality(self, outputs: dict, rows) -> float:
-        """Accuracy (classification) or RMSE (regression) of serving outputs on raw rows."""
+    def quality(self, outputs: dict, rows, binary_auc: bool = False) -> float:
+        """Accuracy (classification) or RMSE (regression) of serving outputs on raw rows;
+        binary_auc=True scores a binary task by AUC, as the quality suite does."""
         labels = np.array([self.label(r) for r in rows])
         task = self.spec.task
         if task == "binary":
-            return float(np.mean((np.asarray(outputs["probabilities"])[:, 0] > 0.5) == labels))
+            probabilities = np.asarray(outputs["probabilities"])[:, 0]
+            if binary_auc:
+                from sklearn.metrics import roc_auc_score
+
+                return float(roc_auc_score(labels, probabilities))
+            return float(np.mean((probabilities > 0.5) == labels))
         if task == "multiclass":
             return float(np.mean(np.argmax(np.asarray(outputs["scores"]), axis=1) == labels))
         predictions = np.asarray(outputs["predictions"])[:, 0]

@@ -191,6 +191,9 @@ def test_env_values_are_checked():
         from_env({"PER_REPLICA_BATCH_SIZE": "0"})
     with pytest.raises(ConfigError, match="MAX_ACCURACY_REGRESSION='lots': expected a number"):
         from_env({"MAX_ACCURACY_REGRESSION": "lots"})
+    with pytest.raises(ConfigError, match="trainer setting seed=-1"):
+        from_env({"SEED": "-1"})
+    assert from_env({"SEED": "3"}).trainer.training.seed == 3
     config = from_env({"DATA_DIR": "data", "TRAIN_STEPS": "7", "STRATEGY": "tpu",
                        "MAX_ACCURACY_REGRESSION": "0.02", "GLOBAL_BATCH_SIZE": "1024",
                        "CACHE": "none", "PROFILE_STEPS": "2,4", "LR_SCALING": "linear",

@@ -290,18 +290,11 @@ def _trainer(args_file: str, logical_cpus: int = 1, **popen) -> subprocess.Popen
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), **popen)
 
 
-def _quality(export_dir: str, data) -> float:
-    """Accuracy (classification) or RMSE (regression) of the served model on the eval rows."""
+def _quality(export_dir: str, data, binary_auc: bool = False) -> float:
+    """Accuracy (classification; AUC with binary_auc) or RMSE (regression) of the served model
+    on the eval rows."""
     _, outputs = _serve(export_dir, data, data.eval_csv_rows)
-    return data.rows.quality(outputs, data.eval_csv_rows)
-
-
-def _auc(export_dir: str, data) -> float:
-    from sklearn.metrics import roc_auc_score
-
-    _, outputs = _serve(export_dir, data, data.eval_csv_rows)
-    labels = [data.rows.label(r) for r in data.eval_csv_rows]
-    return float(roc_auc_score(labels, outputs["probabilities"].numpy()[:, 0]))
+    return data.rows.quality(outputs, data.eval_csv_rows, binary_auc)
 
 
 # Per task: (global batch, steps, learning rate, "learned" bound, allowed 1-vs-8 gap). Taxi is
@@ -322,7 +315,6 @@ def test_eight_replicas_train_like_one(task_data, tmp_path):
     """8 logical CPU devices: the layout of a v3-8/v4-8 host, with the real run_fn."""
     task = task_data.spec.task
     batch, steps, rate, learned, gap = EIGHT_REPLICA_RUNS[task]
-    score = _auc if task == "binary" else _quality
     results = {}
     for replicas in (1, 8):
         args = _fn_args(task_data, str(tmp_path / f"r{replicas}"), steps,
@@ -335,7 +327,7 @@ def test_eight_replicas_train_like_one(task_data, tmp_path):
         assert proc.returncode == 0, out[-4000:]
         assert (f"replicas={replicas} per-replica batch={batch // replicas} global "
                 f"batch={batch}") in out
-        results[replicas] = score(args["serving_model_dir"], task_data)
+        results[replicas] = _quality(args["serving_model_dir"], task_data, binary_auc=True)
     assert "MirroredStrategy" in out
     # Both learned and agree within the gap.
     better = (lambda q: q > learned) if task != "regression" else (lambda q: q < learned)
@@ -357,7 +349,7 @@ def test_eight_times_the_batch_keeps_quality_with_the_scaled_learning_rate(trans
         assert proc.returncode == 0, out[-4000:]
         rate = 0.001 * replicas
         assert f"learning rate={rate:g} (linear scaling from 0.001 at batch 32" in out, out[-3000:]
-        aucs[replicas] = _auc(args["serving_model_dir"], transformed_data)
+        aucs[replicas] = _quality(args["serving_model_dir"], transformed_data, binary_auc=True)
     assert aucs[1] > 0.85 and abs(aucs[8] - aucs[1]) < 0.03, aucs
 
 
