@@ -10,10 +10,10 @@ import re
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from bench import dag, generate, report
 from bench import run as bench_run
+from conftest import write_raw
 from dataset_rows import TAXI
 from pipeline.pipeline_config import PipelineConfig
 from trainer_module.config import TrainerConfig
@@ -538,12 +538,8 @@ def test_quality_baseline_does_not_depend_on_the_order_of_csv_example_gens_rows(
 
     def examples(name: str, shards: list[list[dict[str, str]]]) -> str:
         for split, parts in (("train", shards), ("eval", [evaluation])):
-            os.makedirs(tmp_path / name / f"Split-{split}")
             for i, part in enumerate(parts):
-                path = str(tmp_path / name / f"Split-{split}" / f"data-{i}.gz")
-                with tf.io.TFRecordWriter(path, options="GZIP") as writer:
-                    for row in part:
-                        writer.write(TAXI.to_example(row).SerializeToString())
+                write_raw(TAXI, part, str(tmp_path / name / f"Split-{split}" / f"data-{i}.gz"))
         return str(tmp_path / name)
 
     one = quality.baseline(examples("in_order", [train]), TAXI.spec)
