@@ -192,3 +192,68 @@ def test_missing_markers_are_gaps_in_number_columns_and_words_in_text():
     assert totals == [[pytest.approx(29.85)], [], [], [], [], [pytest.approx(108.15)]]
     plans = [list(e.features.feature["plan"].bytes_list.value) for e in examples]
     assert plans == [[b"None"], [b"basic"], [b"NA"], [b"pro"], [], [b"plus"]]
+
+
+def _row_ids(records: list[bytes]) -> list[int]:
+    return [tf.train.Example.FromString(r).features.feature["i"].int64_list.value[0]
+            for r in records]
+
+
+def test_each_split_is_written_in_random_order_across_files(tmp_path, monkeypatch):
+    """A CSV sorted by its id, cut into three output files per split by a small shard size:
+    each split holds its rows once each, spread over the three files, in an order unrelated to
+    the file's (the Trainer's shuffle buffer is local, so a sorted export would otherwise
+    train in its own order), and the shuffle's scratch files are gone."""
+    rows = 3000
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    text = "i,x\n" + "".join(f"{i},{i % 7}\n" for i in range(rows))
+    (data_dir / "sorted.csv").write_text(text, encoding="utf-8")
+    monkeypatch.setattr(example_gen, "SHARD_INPUT_BYTES", len(text) // 3 + 1)
+    output_config = example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
+        splits=[example_gen_pb2.SplitConfig.Split(name="train", hash_buckets=2),
+                example_gen_pb2.SplitConfig.Split(name="eval", hash_buckets=1)]))
+    expected = _run(tfx_csv.Executor, data_dir, tmp_path / "tfx", output_config)
+    out_dir = tmp_path / "ours"
+    ours = _run(example_gen.Executor, data_dir, out_dir, output_config)
+    assert sorted(p.name for p in out_dir.iterdir()) == ["Split-eval", "Split-train"]
+    for split, records in ours.items():
+        files = sorted(p.name for p in (out_dir / f"Split-{split}").iterdir())
+        assert files == [f"data_tfrecord-0000{k}-of-00003.gz" for k in range(3)]
+        assert collections.Counter(records) == _by_content(expected[split]), split
+        ids = _row_ids(records)
+        assert len(set(ids)) == len(ids) > rows // 4
+        # Rank correlation of position and id: 1 in the file's order, near 0 when shuffled
+        # (its spread over random orders of ~1,000 rows is about 0.03).
+        order = sorted(range(len(ids)), key=ids.__getitem__)
+        ranks = [0] * len(ids)
+        for rank, position in enumerate(order):
+            ranks[position] = rank
+        n = len(ids)
+        correlation = 1 - 6 * sum((rank - k) ** 2 for k, rank in enumerate(ranks)) / (
+            n * (n * n - 1))
+        assert abs(correlation) < 0.2, (split, correlation)
+
+
+def test_shard_count_follows_the_input_size(tmp_path, monkeypatch):
+    monkeypatch.setattr(example_gen, "SHARD_INPUT_BYTES", 100)
+    (tmp_path / "a.csv").write_bytes(b"x" * 150)
+    (tmp_path / "b.csv").write_bytes(b"x" * 100)
+    assert example_gen.shard_count([str(tmp_path / "a.csv")], 1) == 2
+    assert example_gen.shard_count([str(tmp_path / "*.csv")], 1) == 3
+    # Every Beam worker reads as many files as the others.
+    assert example_gen.shard_count([str(tmp_path / "*.csv")], 2) == 4
+    assert example_gen.shard_count([str(tmp_path / "a.csv")], 4) == 4
+    monkeypatch.setattr(example_gen, "MAX_SHARDS", 2)
+    assert example_gen.shard_count([str(tmp_path / "*.csv")], 1) == 2
+
+
+def test_only_beams_local_runners_shuffle_through_files():
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    for args in ([], ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]):
+        assert example_gen.is_local(beam.Pipeline(options=PipelineOptions(args)))
+    # A runner with its own shuffle service keeps TFX's write (Prism stands in for Dataflow,
+    # whose pipelines cannot be built without a Google Cloud project).
+    assert not example_gen.is_local(beam.Pipeline(runner="PrismRunner"))
