@@ -28,7 +28,7 @@ from pipeline import console, csv_check, datasets
 from pipeline.errors import ConfigError
 from pipeline.pipeline_config import DEFAULT_OUTPUT_DIR
 from trainer_module import datetimes, tasks
-from trainer_module.config import ModelConfig
+from trainer_module.config import MAX_CROSS_BUCKETS, ModelConfig
 from trainer_module.features import NUMERIC_TYPES
 from trainer_module.missing import NO_EXTRA, folded, is_missing
 
@@ -348,6 +348,7 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     train_rows = label_column.present * 2 // 3  # CsvExampleGen's default 2:1 split
     batch, epochs = training_budget(train_rows)
     size = network_size(train_rows)
+    buckets = pair_buckets(train_rows)
     lines += ["", "[features]"] + features
     lines += ["", "[evaluation]", f"slices = {_toml(slices)}", "", "[evaluation.thresholds]",
               f"# {threshold_why}", thresholds, "", "[training]",
@@ -356,7 +357,9 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
               f"epochs = {epochs}", f"per_replica_batch_size = {batch}", "", "[model]",
               f"# {size.why} (for about {train_rows} training rows)",
               f"hidden_units = {_toml(list(size.hidden_units))}",
-              f"dropout = {_toml(size.dropout)}", f"l2 = {_toml(size.l2)}", ""]
+              f"dropout = {_toml(size.dropout)}", f"l2 = {_toml(size.l2)}",
+              "# embedding rows of each pair of category features: about one per training row",
+              f"cross_buckets = {buckets}", ""]
     if dialect != Dialect():
         lines += ["[csv]", "# How the files are written (make dataset read them so).",
                   f"delimiter = {_toml(dialect.delimiter)}",
@@ -370,13 +373,27 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     decisions.append(f"  slices: {', '.join(slices) or 'none'}; training: at most {epochs} "
                      f"epochs in batches of {batch}")
     decisions.append(f"  network: layers {_toml(list(size.hidden_units))}, dropout "
-                     f"{size.dropout}, l2 {size.l2} ({size.why})")
+                     f"{size.dropout}, l2 {size.l2} ({size.why}), {buckets} rows per pair "
+                     "of categories")
     return schema, "\n".join(lines), decisions
 
 
 def network_size(train_rows: int) -> NetworkSize:
     """The entry of NETWORK_SIZES for this many training rows."""
     return [size for size in NETWORK_SIZES if train_rows >= size.rows][-1]
+
+
+def pair_buckets(train_rows: int) -> int:
+    """cross_buckets for this many training rows. A pair of category features shows at most
+    one combination per training row, so a table about as large gives nearly every combination
+    seen in training a row of its own, where a fixed size makes the larger pairs share rows
+    (docs/trainer-and-tpu.md has the runs). The largest prime no larger, as the Trainer's
+    default is, so the pair hash's modulo shares no factor with the ids; from that default up
+    to MAX_CROSS_BUCKETS."""
+    rows = min(max(train_rows, _DEFAULT_NETWORK.cross_buckets), MAX_CROSS_BUCKETS)
+    while any(rows % d == 0 for d in range(2, math.isqrt(rows) + 1)):
+        rows -= 1
+    return rows
 
 
 def training_budget(train_rows: int) -> tuple[int, int]:

@@ -12,6 +12,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 from pipeline import bootstrap, csv_check, datasets
 from pipeline.env_settings import from_env
 from pipeline.errors import ConfigError
+from trainer_module.config import TrainerConfig
 from trainer_module.missing import folded
 
 
@@ -72,13 +73,13 @@ def test_roles_follow_the_data_with_their_reasons(churn, tmp_path):
     size = bootstrap.network_size(400)
     assert size == bootstrap.NETWORK_SIZES[0]
     assert spec["model"] == {"hidden_units": list(size.hidden_units), "dropout": size.dropout,
-                             "l2": size.l2}
+                             "l2": size.l2, "cross_buckets": 1009}
     # What it wrote is what the pipeline reads, and the Trainer trains.
     loaded, schema = datasets.load_spec(str(tmp_path / "churn"))
     assert loaded.task == "binary" and loaded.classes == ("no", "yes")
     model = from_env({"DATASET": str(tmp_path / "churn")}).trainer.model
-    assert (model.hidden_units, model.dropout, model.l2) == (size.hidden_units, size.dropout,
-                                                             size.l2)
+    assert (model.hidden_units, model.dropout, model.l2, model.cross_buckets) == (
+        size.hidden_units, size.dropout, size.l2, 1009)
     spend = next(f for f in schema.feature if f.name == "monthly_spend")
     assert spend.value_count.min == 0 and not spend.HasField("shape")  # gaps allowed
     label = next(f for f in schema.feature if f.name == "churned")
@@ -95,6 +96,16 @@ def test_the_networks_penalties_shrink_as_the_training_rows_grow():
         assert bootstrap.network_size(larger.rows - 1) == smaller
         assert bootstrap.network_size(larger.rows) == larger
     assert bootstrap.network_size(10**9) == sizes[-1]
+
+
+@pytest.mark.parametrize("train_rows, buckets", [
+    (0, 1009), (400, 1009), (1010, 1009), (8616, 8609), (46349, 46337), (10**9, 46337)])
+def test_pair_tables_grow_with_the_training_rows_as_primes(train_rows, buckets):
+    """About one row per training row, never below the Trainer's default (1,009) nor above
+    what the int32 pair hash allows; 8,609 and 46,337 are the largest primes up to 8,616 and
+    46,340."""
+    assert bootstrap.pair_buckets(train_rows) == buckets
+    TrainerConfig.create(cross_buckets=buckets)  # a value the Trainer accepts
 
 
 @pytest.mark.parametrize("label, task, message", [
