@@ -45,7 +45,9 @@ def latest_run(metadata_path: str) -> RunRecord:
     db = store(metadata_path)
     run = max(db.get_contexts_by_type("pipeline_run"), key=lambda c: c.id)
     executions = db.get_executions_by_context(run.id)
-    seconds = {node_of(db, e): (e.last_update_time_since_epoch - e.create_time_since_epoch) / 1000
-               for e in executions}
-    return RunRecord({node_of(db, e): state(e) for e in executions}, sum(seconds.values()),
-                     seconds)
+    milliseconds = {node_of(db, e): e.last_update_time_since_epoch - e.create_time_since_epoch
+                    for e in executions}
+    # Whole milliseconds summed, then divided once, so the total does not depend on the order.
+    return RunRecord({node_of(db, e): state(e) for e in executions},
+                     sum(milliseconds.values()) / 1000,
+                     {node: ms / 1000 for node, ms in milliseconds.items()})

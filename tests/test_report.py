@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from pipeline.pipeline_config import REPO_ROOT
+from pipeline.runs import run_summary
 
 
 def test_report_without_a_run_names_the_store_and_what_to_do(tmp_path):
@@ -19,3 +20,20 @@ def test_report_without_a_run_names_the_store_and_what_to_do(tmp_path):
         in result.stderr
     assert "make run" in result.stderr
     assert not (tmp_path / "report").exists()
+
+
+def test_component_time_does_not_depend_on_the_order_of_the_nodes():
+    """These durations' float seconds sum to 310.65000000000003 in one order and 310.65 in the
+    other, which the report's one decimal shows as 310.7 and 310.6."""
+    milliseconds = [866, 30909, 44649, 26864, 58989, 37298, 57332, 33332, 20411]
+
+    def summary(order: list[int]) -> run_summary.RunSummary:
+        return run_summary.RunSummary("run", {
+            f"node{i}": run_summary.NodeRun(f"node{i}", "COMPLETE", {}, 1000.0,
+                                            1000.0 + milliseconds[i] / 1000)
+            for i in order})
+
+    forward = summary(list(range(len(milliseconds))))
+    backward = summary(list(reversed(range(len(milliseconds)))))
+    assert forward.component_seconds == backward.component_seconds == 310.65
+    assert f"{forward.component_seconds:.1f}" == f"{backward.component_seconds:.1f}"

@@ -272,9 +272,9 @@ class _CsvToSerializedExample(beam.PTransform):
 
     def _parsed(self, pipeline: beam.Pipeline, csv_files: list[str], label: str
                 ) -> beam.PCollection:
-        """The files' parsed rows, read anew for each use: Beam holds a collection that two
-        steps consume, one of them after the other's side input, whole in memory, and reading
-        the files twice costs less time than holding every parsed row costs memory."""
+        """The files' parsed rows, read anew for each use. Beam holds a collection whole in
+        memory when two steps consume it and one of them waits for the other's side input;
+        reading the files a second time costs time, but keeps memory flat as the data grows."""
         return (pipeline
                 | f"CreateFilenames{label}" >> beam.Create(csv_files)
                 | f"ReadFromText{label}" >> beam.ParDo(ReadCsvRecords())
