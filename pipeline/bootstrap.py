@@ -358,7 +358,8 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
               f"# {size.why} (for about {train_rows} training rows)",
               f"hidden_units = {_toml(list(size.hidden_units))}",
               f"dropout = {_toml(size.dropout)}", f"l2 = {_toml(size.l2)}",
-              "# embedding rows of each pair of category features: about one per training row",
+              "# embedding rows of each pair of category features: about one per training "
+              f"row, at least {_DEFAULT_NETWORK.cross_buckets}",
               f"cross_buckets = {buckets}", ""]
     if dialect != Dialect():
         lines += ["[csv]", "# How the files are written (make dataset read them so).",
