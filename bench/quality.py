@@ -266,7 +266,7 @@ def run_shipped(work_dir: str, reuse: dict[str, str] | None = None) -> list[dict
 def markdown(compared: list[dict]) -> str:
     lines = ["| dataset | source | rows (train / eval) | task | metric | this pipeline "
              "(Evaluator) | HistGradientBoosting | target | met | epochs (best / run / "
-             "budget) |", "|---|---|---:|---|---|---:|---:|---|---|---|"]
+             "budget, refit) |", "|---|---|---:|---|---|---:|---:|---|---|---|"]
     for entry in compared:
         if "failed" in entry:
             # The error as make dataset printed it, its paths from the bench's work dir on.
@@ -278,6 +278,8 @@ def markdown(compared: list[dict]) -> str:
         training = entry.get("training")
         epochs = (f"{training['best_epoch'] or 'last'} / {training['epochs_run']} / "
                   f"{training['epochs_budget']}" if training else "—")
+        if training and training.get("refit_epochs"):
+            epochs += f", refit {training['refit_epochs']}"
         for row in entry["metrics"]:
             if row["met"] is None:
                 target, met = "—", "—"

@@ -63,6 +63,10 @@ MAX_CLASSES = 1000
 TRAIN_STEPS_TARGET = 20_000
 MIN_EPOCHS, MAX_EPOCHS = 10, 200
 LARGE_DATA_ROWS, LARGE_BATCH = 200_000, 1024
+# Below LARGE_DATA_ROWS training rows, the exported model is a refit on every training row
+# for this many times the epochs early stopping kept (TrainingConfig.refit_factor);
+# docs/trainer-and-tpu.md ("Refit on every training row") has the runs.
+REFIT_FACTOR = 1.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -349,12 +353,17 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     batch, epochs = training_budget(train_rows)
     size = network_size(train_rows)
     buckets = pair_buckets(train_rows)
+    refit = refit_factor(train_rows)
     lines += ["", "[features]"] + features
     lines += ["", "[evaluation]", f"slices = {_toml(slices)}", "", "[evaluation.thresholds]",
               f"# {threshold_why}", thresholds, "", "[training]",
               f"# About {train_rows} training rows: batches of {batch}, at most {epochs} passes",
               "# over them (training stops earlier when the validation loss stops improving).",
-              f"epochs = {epochs}", f"per_replica_batch_size = {batch}", "", "[model]",
+              f"epochs = {epochs}", f"per_replica_batch_size = {batch}",
+              "# Then a fresh model trains on every training row, the validation slice's too,",
+              "# for refit_factor times the epochs kept (0: off; "
+              f"{'below' if refit else 'off from'} {LARGE_DATA_ROWS:,} rows).",
+              f"refit_factor = {_toml(refit)}", "", "[model]",
               f"# {size.why} (for about {train_rows} training rows)",
               f"hidden_units = {_toml(list(size.hidden_units))}",
               f"dropout = {_toml(size.dropout)}", f"l2 = {_toml(size.l2)}",
@@ -372,7 +381,9 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
                         f"{len(columns)} columns")
     decisions.append(f"  thresholds: {thresholds}  ({threshold_why})")
     decisions.append(f"  slices: {', '.join(slices) or 'none'}; training: at most {epochs} "
-                     f"epochs in batches of {batch}")
+                     f"epochs in batches of {batch}, "
+                     + (f"refit on every training row for {refit:g}x the epochs kept" if refit
+                        else "no refit"))
     decisions.append(f"  network: layers {_toml(list(size.hidden_units))}, dropout "
                      f"{size.dropout}, l2 {size.l2} ({size.why}), {buckets} rows per pair "
                      "of categories")
@@ -395,6 +406,13 @@ def pair_buckets(train_rows: int) -> int:
     while any(rows % d == 0 for d in range(2, math.isqrt(rows) + 1)):
         rows -= 1
     return rows
+
+
+def refit_factor(train_rows: int) -> float:
+    """refit_factor for this many training rows: REFIT_FACTOR below LARGE_DATA_ROWS, where the
+    validation slice's rows are a real share of what there is to learn and a second fit costs
+    little; from there on 0 (off)."""
+    return REFIT_FACTOR if train_rows < LARGE_DATA_ROWS else 0.0
 
 
 def training_budget(train_rows: int) -> tuple[int, int]:

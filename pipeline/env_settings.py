@@ -68,6 +68,8 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: object) -> Pipel
         values["train_steps"] = spec.train_steps
     if spec.epochs:
         trainer.setdefault("epochs", spec.epochs)
+    if spec.refit_factor is not None:
+        trainer.setdefault("refit_factor", spec.refit_factor)
     if spec.per_replica_batch_size:
         # The spec's batch is the one its learning rate was tuned at (one replica).
         trainer.setdefault("per_replica_batch_size", spec.per_replica_batch_size)
@@ -141,6 +143,7 @@ TRAINER_VARIABLES = {
     "LR_SCALING": ("lr_scaling", _env_str),
     "EPOCHS": ("epochs", _env_int),
     "EARLY_STOPPING_PATIENCE": ("early_stopping_patience", _env_int),
+    "REFIT_FACTOR": ("refit_factor", _env_float),
     "VALIDATION_FRACTION": ("validation_fraction", _env_float),
     "SEED": ("seed", _env_int),
     "WARM_START": ("warm_start", _env_bool),

@@ -80,6 +80,9 @@ def test_roles_follow_the_data_with_their_reasons(churn, tmp_path):
     model = from_env({"DATASET": str(tmp_path / "churn")}).trainer.model
     assert (model.hidden_units, model.dropout, model.l2, model.cross_buckets) == (
         size.hidden_units, size.dropout, size.l2, 1009)
+    assert spec["training"]["refit_factor"] == bootstrap.REFIT_FACTOR
+    assert from_env({"DATASET": str(tmp_path / "churn")}).trainer.training.refit_factor == (
+        bootstrap.REFIT_FACTOR)
     spend = next(f for f in schema.feature if f.name == "monthly_spend")
     assert spend.value_count.min == 0 and not spend.HasField("shape")  # gaps allowed
     label = next(f for f in schema.feature if f.name == "churned")
@@ -106,6 +109,13 @@ def test_pair_tables_grow_with_the_training_rows_as_primes(train_rows, buckets):
     46,340."""
     assert bootstrap.pair_buckets(train_rows) == buckets
     TrainerConfig.create(cross_buckets=buckets)  # a value the Trainer accepts
+
+
+def test_small_data_is_refitted_on_every_training_row_and_large_data_is_not():
+    assert bootstrap.refit_factor(0) == bootstrap.refit_factor(
+        bootstrap.LARGE_DATA_ROWS - 1) == bootstrap.REFIT_FACTOR > 0
+    assert bootstrap.refit_factor(bootstrap.LARGE_DATA_ROWS) == 0
+    TrainerConfig.create(refit_factor=bootstrap.REFIT_FACTOR)  # a value the Trainer accepts
 
 
 @pytest.mark.parametrize("label, task, message", [

@@ -114,6 +114,9 @@ def test_unknown_trainer_setting_is_named():
     ("cross_buckets", -1, "expected a whole number >= 0"),
     ("cross_buckets", 46341, "expected at most 46340"),
     ("cross_dim", 0, "expected a whole number >= 1"),
+    ("refit_factor", 0.5, r"expected 0 \(off\) or a number in \[1, 10\]"),
+    ("refit_factor", 11, r"expected 0 \(off\) or a number in \[1, 10\]"),
+    ("refit_factor", True, r"expected 0 \(off\) or a number in \[1, 10\]"),
 ])
 def test_trainer_settings_name_value_and_form(setting, value, expected):
     with pytest.raises(TrainerConfigError, match=f"{setting}=.*{expected}"):

@@ -156,6 +156,30 @@ def test_the_specs_network_is_the_trainers_default_and_settings_win(tmp_path):
     assert from_env({"DATASET": config.dataset}, trainer=given).trainer == given
 
 
+def _with_refit(value: str) -> str:
+    assert "\n[training]\n" in PENGUIN_SPEC
+    return PENGUIN_SPEC.replace("\n[training]\n", f"\n[training]\nrefit_factor = {value}\n")
+
+
+def test_the_specs_refit_is_the_trainers_default_and_a_setting_wins(tmp_path):
+    config = _dataset(tmp_path, _with_refit("1.5"))
+    spec = config.dataset_spec()
+    assert spec.refit_factor == 1.5 and from_dict(spec.to_dict(), "spec.toml", spec.name) == spec
+    assert from_env({"DATASET": config.dataset}).trainer.training.refit_factor == 1.5
+    assert from_env({"DATASET": config.dataset, "REFIT_FACTOR": "0"}
+                    ).trainer.training.refit_factor == 0
+    # A spec written before the key trains as it did: no refit.
+    (tmp_path / "plain").mkdir()
+    plain = _dataset(tmp_path / "plain", PENGUIN_SPEC)
+    assert from_env({"DATASET": plain.dataset}).trainer.training.refit_factor == 0
+
+
+@pytest.mark.parametrize("value", ["0.5", "\"twice\"", "true"])
+def test_a_bad_refit_factor_names_the_key_and_the_expected_form(tmp_path, value):
+    _fails(_dataset(tmp_path, _with_refit(value)),
+           "spec.toml: training.refit_factor = ", "expected 0 (off) or a number in [1, 10]")
+
+
 @pytest.mark.parametrize("table, fragment", [
     ("hidden_units = 256", "model.hidden_units = 256: expected a list of widths"),
     ("hidden_units = []", "model.hidden_units = []: expected one or more widths > 0"),

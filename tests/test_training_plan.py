@@ -6,6 +6,7 @@ Everything runs for real on this CPU; nothing here stands in for a TPU.
 
 import glob
 import logging
+import math
 import os
 
 import numpy as np
@@ -14,7 +15,18 @@ import tensorflow as tf
 import tensorflow_transform as tft
 from tfx.components.trainer.fn_args_utils import FnArgs
 
-from trainer_module import cache_size, data, export, model, parity, plan, run, warm_start
+from pipeline.runs import report
+from trainer_module import (
+    cache_size,
+    data,
+    early_stopping,
+    export,
+    model,
+    parity,
+    plan,
+    run,
+    warm_start,
+)
 from trainer_module.config import TrainerConfig
 from trainer_module.executor import RAW_EVAL_FILES_KEY
 
@@ -77,6 +89,39 @@ def test_a_validation_slice_too_small_to_tell_epochs_apart_trains_instead(transf
     assert parts(0.05) == ({data.FIT: 1000, data.VALIDATION: 0}, False)
     small, validated = parts(0.05, min_validation_rows=1)
     assert 0 < small[data.VALIDATION] < plan.MIN_VALIDATION_ROWS and validated
+
+
+def test_a_refit_trains_a_fresh_model_on_every_training_row_for_the_factors_epochs(
+        transformed_data, tmp_path, caplog):
+    """refit_factor 1.5: after early stopping keeps epoch E on the slice, a fresh model trains
+    on all 1,000 training rows for ceil(1.5 E) epochs, each one pass over them, and it is the
+    model exported (the parity gate compares the export with it)."""
+    args = _fn_args(transformed_data, str(tmp_path), 0, epochs=4, per_replica_batch_size=64,
+                    validation_fraction=0.3, refit_factor=1.5)
+    args.train_steps = None
+    with caplog.at_level(logging.INFO, logger="absl"):
+        run.run_fn(args)
+    record = early_stopping.read_record(args.model_run_dir)
+    assert record.fit_rows + record.validation_rows == 1000 and record.best_epoch >= 1
+    assert record.refit_epochs == math.ceil(1.5 * record.best_epoch)
+    steps = round(record.fit_rows // 64 * 1000 / record.fit_rows)  # 1000 // 64, rounded
+    assert (f"Refitting on all 1000 training rows (the validation slice's too): "
+            f"{record.refit_epochs} epochs of {steps} steps") in caplog.text
+    refit = report.training_curves(os.path.join(args.model_run_dir, run.REFIT_DIR, "logs"))
+    assert [epoch for epoch, _ in refit["train"]["loss"]] == list(range(record.refit_epochs))
+    assert "validation" not in refit  # the slice is trained on, not scored
+    [parity_line] = [r.getMessage() for r in caplog.records
+                     if r.getMessage().startswith("Export parity")]
+    assert "on 256 raw eval examples" in parity_line
+
+
+def test_without_a_validation_slice_nothing_is_refitted(transformed_data, tmp_path):
+    args = _fn_args(transformed_data, str(tmp_path), 8, per_replica_batch_size=64,
+                    validation_fraction=0.0, refit_factor=1.5)
+    run.run_fn(args)
+    record = early_stopping.read_record(args.model_run_dir)
+    assert (record.best_epoch, record.refit_epochs) == (0, 0)
+    assert not os.path.exists(os.path.join(args.model_run_dir, run.REFIT_DIR))
 
 
 # --- Learning rate --------------------------------------------------------------------------

@@ -23,6 +23,8 @@ CHOICES = {"cache": CACHE_MODES, "lr_scaling": LR_SCALINGS, "strategy": STRATEGI
 
 # The largest cross_buckets whose square fits int32: the pair hash multiplies two ids below it.
 MAX_CROSS_BUCKETS = 46340
+# A refit longer than ten times the kept epochs trains far past anything the slice measured.
+MAX_REFIT_FACTOR = 10
 # The key under which the pipeline passes these settings in the Trainer's custom_config.
 CUSTOM_CONFIG_KEY = "trainer_config"
 # The key of the Tuner's trial budget in its custom_config (beside these settings).
@@ -132,6 +134,12 @@ class TrainingConfig:
     early_stopping_patience: stop after this many epochs in a row without a lower validation
       loss, and keep the weights of the best epoch (always, also when the budget ends first).
       0: train the whole budget and keep the last weights.
+    refit_factor: once early stopping has kept epoch E, train a fresh model on every training
+      row (the validation slice's too) for ceil(refit_factor × E) epochs, and export that one;
+      0: export epoch E's weights. The refit costs about as much training again. It pays where
+      the slice's rows are a real share of what there is to learn from, and where the epoch
+      the validation loss picks comes before the one accuracy would (docs/trainer-and-tpu.md,
+      "Refit on every training row"). Without a validation slice nothing is refitted.
     warm_start: start from the weights of the latest blessed model (continuous training on new
       data) when its layer shapes match; a mismatch (a vocabulary grew) fails with the layers
       that differ.
@@ -145,6 +153,7 @@ class TrainingConfig:
     epochs: int = 100
     checkpoint_epochs: int = 5
     early_stopping_patience: int = 10
+    refit_factor: float = 0.0
     warm_start: bool = False
     seed: int = 42
 
@@ -159,6 +168,11 @@ class TrainingConfig:
         _check_int("epochs", self.epochs, minimum=1)
         _check_int("checkpoint_epochs", self.checkpoint_epochs, minimum=1)
         _check_int("early_stopping_patience", self.early_stopping_patience, minimum=0)
+        if (isinstance(self.refit_factor, bool) or not isinstance(self.refit_factor, int | float)
+                or not (self.refit_factor == 0 or 1 <= self.refit_factor <= MAX_REFIT_FACTOR)):
+            raise TrainerConfigError(
+                f"refit_factor={self.refit_factor!r}: expected 0 (off) or a number in "
+                f"[1, {MAX_REFIT_FACTOR}]")
         _check_bool("warm_start", self.warm_start)
         _check_int("seed", self.seed, minimum=0)
 

@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any
 
 from trainer_module import tasks
-from trainer_module.config import ModelConfig, TrainerConfigError
+from trainer_module.config import ModelConfig, TrainerConfigError, TrainingConfig
 from trainer_module.features import KINDS, NUMERIC_TYPES, PACKED_NAMES, Output, transformed_name
 
 # The key under which the pipeline passes the spec in Transform's and the Trainer's custom_config.
@@ -23,7 +23,10 @@ SECTIONS = ("label", "features", "evaluation", "training", "model", "csv")
 CSV_KEYS = ("delimiter", "missing_values")
 # The delimiters a [csv] table may name.
 DELIMITERS = (",", ";", "\t", "|")
-TRAINING_KEYS = ("train_steps", "epochs", "per_replica_batch_size")
+# The budget's keys in [training] (whole numbers); REFIT_KEY, a factor, is TrainingConfig's.
+BUDGET_KEYS = ("train_steps", "epochs", "per_replica_batch_size")
+REFIT_KEY = "refit_factor"
+TRAINING_KEYS = (*BUDGET_KEYS, REFIT_KEY)
 # The network a spec may give ([model]): ModelConfig's settings of the same names.
 MODEL_KEYS = ("hidden_units", "dropout", "l2", "cross_buckets")
 
@@ -107,6 +110,7 @@ class DatasetSpec:
       (such rows are left out of training and evaluation, and the report counts them);
     train_steps / epochs / per_replica_batch_size: defaults for this dataset's size (settings
       win): a budget in train steps, or in passes over the training rows.
+    refit_factor: this dataset's TrainingConfig.refit_factor (settings win); None: the default.
     model: the network for this dataset ([model], MODEL_KEYS → value; settings win): sizes for
       its row count, and whether categories are paired; as (key, value) pairs.
     delimiter / missing_values: how the CSV files are written ([csv]): the field delimiter, and
@@ -126,6 +130,7 @@ class DatasetSpec:
     train_steps: int | None = None
     epochs: int | None = None
     per_replica_batch_size: int | None = None
+    refit_factor: float | None = None
     model: tuple[tuple[str, Any], ...] = ()
     delimiter: str = ","
     missing_values: tuple[str, ...] = ()
@@ -347,13 +352,20 @@ def from_dict(values: Any, source: str, name: str, evaluation: bool = True) -> D
                              task) if evaluation else ()
     training = r.table(values.get("training"), "training", required=False)
     r.unknown(training, "training", TRAINING_KEYS)
-    steps = {}
-    for key in TRAINING_KEYS:
+    budget = {}
+    if REFIT_KEY in training:
+        try:
+            TrainingConfig(refit_factor=training[REFIT_KEY])
+        except TrainerConfigError as e:
+            raise r.fail(f"training.{REFIT_KEY}", training[REFIT_KEY],
+                         str(e).split(": expected ", 1)[-1]) from e
+        budget[REFIT_KEY] = training[REFIT_KEY]
+    for key in BUDGET_KEYS:
         value = training.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or value < 1):
             raise r.fail(f"training.{key}", value, "a whole number >= 1")
-        steps[key] = value
+        budget[key] = value
     model = _model_settings(r, r.table(values.get("model"), "model", required=False))
     dialect = r.table(values.get("csv"), "csv", required=False)
     r.unknown(dialect, "csv", CSV_KEYS)
@@ -369,7 +381,7 @@ def from_dict(values: Any, source: str, name: str, evaluation: bool = True) -> D
                        thresholds=thresholds, classes=classes, rule=rule, slices=tuple(slices),
                        regression_loss=regression_loss, missing_labels=missing,
                        model=model, delimiter=delimiter, missing_values=tuple(markers),
-                       **steps)
+                       **budget)
     names = [o.name for o in spec.model_outputs()]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:

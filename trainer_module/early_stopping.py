@@ -30,6 +30,8 @@ class TrainingRecord:
     stopped_early: training stopped before the budget ended.
     best_val_loss: the kept epoch's validation loss (None without validation).
     fit_rows / validation_rows: the training split's two parts.
+    refit_epochs: epochs of the refit on both parts that made the exported model (0: none,
+      the kept epoch's weights were exported).
     """
 
     budget: str
@@ -40,6 +42,7 @@ class TrainingRecord:
     best_epoch: int = 0
     stopped_early: bool = False
     best_val_loss: float | None = None
+    refit_epochs: int = 0
 
     def write(self, model_run_dir: str) -> None:
         import tensorflow as tf

@@ -97,6 +97,7 @@ class TrainingPlan:
     epochs: int  # Keras epochs: each ends in a validation pass, a checkpoint, an early stop check
     by_epochs: bool  # the budget is config.training.epochs passes (else train_steps steps)
     validation_examples: int = 0  # rows of the validation slice; 0: none
+    fit_examples: int = 0  # rows the model fits (0: not counted; a train_steps budget)
 
     @property
     def replicas(self) -> int:
@@ -196,6 +197,22 @@ class TrainingPlan:
         return fit, self.dataset(train_files, feature_spec, training=False,
                                  cache=decision.cached["train"], part=data.VALIDATION)
 
+    def refit_dataset(self, train_files: str | list[str], feature_spec: dict
+                      ) -> tf.distribute.DistributedDataset:
+        """Every row of the training split, the validation slice's too, shuffled as the fit
+        rows are: what a refit trains on."""
+        decision = self.cache_decision({"train": train_files})
+        return self.dataset(train_files, feature_spec, training=True,
+                            cache=decision.cached["train"], part=data.ALL)
+
+    def refit_budget(self, kept_epoch: int) -> tuple[int, int]:
+        """(epochs, steps per epoch) of a refit after early stopping kept `kept_epoch`:
+        refit_factor times as many epochs, each longer by the slice's share of the rows, so
+        an epoch stays one pass over what it trains on."""
+        epochs = math.ceil(self.config.training.refit_factor * kept_epoch)
+        rows = self.fit_examples + self.validation_examples
+        return epochs, round(self.steps_per_epoch * rows / self.fit_examples)
+
     def compiled_model(
         self,
         tf_transform_output: tft.TFTransformOutput,
@@ -283,7 +300,8 @@ def make_plan(config: TrainerConfig, spec: DatasetSpec, train_steps: int | None,
         steps_per_execution=spe, precision=precision,
         # TPUStrategy compiles every step with XLA; elsewhere XLA is a setting.
         jit_compile=runtime.jit_compile or as_tpu, train_steps=train_steps, epochs=epochs,
-        by_epochs=by_epochs, validation_examples=examples.get(data.VALIDATION, 0))
+        by_epochs=by_epochs, validation_examples=examples.get(data.VALIDATION, 0),
+        fit_examples=examples.get(data.FIT, 0))
     if tpu:
         _warn_if_not_tpu_sized(plan)
     return plan

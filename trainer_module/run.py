@@ -18,7 +18,7 @@ from trainer_module import (
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.executor import RAW_EVAL_FILES_KEY
-from trainer_module.plan import TrainingPlan, run_inputs
+from trainer_module.plan import RunInputs, TrainingPlan, run_inputs
 
 
 def check_tpu_paths(fn_args: FnArgs) -> None:
@@ -55,18 +55,43 @@ class _EpochLog(tf_keras.callbacks.Callback):
         logging.info("Epoch %d/%d finished: %s", epoch + 1, self._epochs, metrics)
 
 
-def _callbacks(plan: TrainingPlan, model_run_dir: str, best: early_stopping.BestEpoch
+# Where a refit keeps its TensorBoard logs and its preemption backup, beside the first fit's.
+REFIT_DIR = "refit"
+
+
+def _callbacks(plan: TrainingPlan, run_dir: str, epochs: int, *extra: tf_keras.callbacks.Callback
                ) -> list[tf_keras.callbacks.Callback]:
     return [
-        _EpochLog(plan.epochs),
-        best,
+        _EpochLog(epochs),
+        *extra,
         tf_keras.callbacks.TensorBoard(
-            log_dir=os.path.join(model_run_dir, "logs"), update_freq="epoch",
+            log_dir=os.path.join(run_dir, "logs"), update_freq="epoch",
             profile_batch=plan.profile_executions()),
         # A preempted (killed and restarted) Trainer resumes from the last finished epoch
         # instead of step 0.
-        tf_keras.callbacks.BackupAndRestore(backup_dir=os.path.join(model_run_dir, "backup")),
+        tf_keras.callbacks.BackupAndRestore(backup_dir=os.path.join(run_dir, "backup")),
     ]
+
+
+def _refit(plan: TrainingPlan, inputs: RunInputs, record: early_stopping.TrainingRecord,
+           fn_args: FnArgs) -> tf_keras.Model:
+    """A fresh model trained on every training row for refit_factor × the kept epochs
+    (TrainingConfig.refit_factor says when that pays)."""
+    epochs, steps = plan.refit_budget(record.best_epoch)
+    logging.info("Refitting on all %d training rows (the validation slice's too): %d epochs of "
+                 "%d steps, refit_factor %g × the kept epoch %d", plan.fit_examples
+                 + plan.validation_examples, epochs, steps, plan.config.training.refit_factor,
+                 record.best_epoch)
+    train = plan.refit_dataset(
+        fn_args.train_files, inputs.tf_transform_output.transformed_feature_spec())
+    keras_model = plan.compiled_model(inputs.tf_transform_output, inputs.label_scale)
+    if plan.config.training.warm_start and fn_args.base_model:
+        warm_start.restore(keras_model, fn_args.base_model)
+    keras_model.fit(train, epochs=epochs, steps_per_epoch=steps, verbose=0,
+                    callbacks=_callbacks(plan, os.path.join(fn_args.model_run_dir, REFIT_DIR),
+                                         epochs))
+    record.refit_epochs = epochs
+    return keras_model
 
 
 def run_fn(fn_args: FnArgs) -> None:
@@ -117,9 +142,11 @@ def run_fn(fn_args: FnArgs) -> None:
         validation_data=inputs.validation,
         validation_steps=min(fn_args.eval_steps or plan.validation_steps, plan.validation_steps)
         if inputs.validation is not None else None,
-        callbacks=_callbacks(plan, fn_args.model_run_dir, best),
+        callbacks=_callbacks(plan, fn_args.model_run_dir, plan.epochs, best),
         verbose=0,
     )
+    if config.training.refit_factor and record.best_epoch:
+        keras_model = _refit(plan, inputs, record, fn_args)
     trained = time.monotonic()
     record.write(fn_args.model_run_dir)
     level = logging.get_absl_logger().level

@@ -491,9 +491,11 @@ def _budget(record) -> str:
     kept = (f"kept epoch {record.best_epoch} (validation loss {record.best_val_loss:.4f})"
             if record.best_epoch else "kept the last epoch (no validation slice)")
     stop = "stopped early" if record.stopped_early else "ran its whole budget"
+    refit = (f" The exported model is a refit on all {record.fit_rows + record.validation_rows:,}"
+             f" training rows for {record.refit_epochs} epochs." if record.refit_epochs else "")
     return (f'<p id="budget">Budget: {_e(record.budget)}; trained {record.epochs_run} of '
             f"{record.epochs_budget} epochs ({stop}), {kept}; {record.fit_rows:,} training "
-            f"rows, {record.validation_rows:,} in the validation slice.</p>")
+            f"rows, {record.validation_rows:,} in the validation slice.{refit}</p>")
 
 
 def _training_section(data: ReportData, image: str | None) -> str:
