@@ -66,7 +66,7 @@ LARGE_DATA_ROWS, LARGE_BATCH = 200_000, 1024
 # Below LARGE_DATA_ROWS training rows, the exported model is a refit on every training row
 # for this many times the epochs early stopping kept (TrainingConfig.refit_factor);
 # docs/trainer-and-tpu.md ("Refit on every training row") has the runs.
-REFIT_FACTOR = 1.5
+REFIT_FACTOR = 1.1
 
 
 @dataclasses.dataclass(frozen=True)

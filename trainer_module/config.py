@@ -136,9 +136,9 @@ class TrainingConfig:
       0: train the whole budget and keep the last weights.
     refit_factor: once early stopping has kept epoch E, train a fresh model on every training
       row (the validation slice's too) for ceil(refit_factor × E) epochs, and export that one;
-      0: export epoch E's weights. The refit costs about as much training again. It pays where
-      the slice's rows are a real share of what there is to learn from, and where the epoch
-      the validation loss picks comes before the one accuracy would (docs/trainer-and-tpu.md,
+      0: export epoch E's weights. The refit costs about as much training again, and pays
+      where the slice's rows are a real share of what there is to learn from; much beyond E
+      it overfits where the validation loss and the metric agree (docs/trainer-and-tpu.md,
       "Refit on every training row"). Without a validation slice nothing is refitted.
     warm_start: start from the weights of the latest blessed model (continuous training on new
       data) when its layer shapes match; a mismatch (a vocabulary grew) fails with the layers
