@@ -110,6 +110,9 @@ def test_a_refit_trains_a_fresh_model_on_every_training_row_for_the_factors_epoc
     refit = report.training_curves(os.path.join(args.model_run_dir, run.REFIT_DIR, "logs"))
     assert [epoch for epoch, _ in refit["train"]["loss"]] == list(range(record.refit_epochs))
     assert "validation" not in refit  # the slice is trained on, not scored
+    # The run report says which model was exported.
+    assert (f"The exported model is a refit on all 1,000 training rows for "
+            f"{record.refit_epochs} epochs.") in report._budget(record)
     [parity_line] = [r.getMessage() for r in caplog.records
                      if r.getMessage().startswith("Export parity")]
     assert "on 256 raw eval examples" in parity_line
