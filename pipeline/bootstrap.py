@@ -361,8 +361,9 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
               "# over them (training stops earlier when the validation loss stops improving).",
               f"epochs = {epochs}", f"per_replica_batch_size = {batch}",
               "# Then a fresh model trains on every training row, the validation slice's too,",
-              "# for refit_factor times the epochs kept (0: off; "
-              f"{'below' if refit else 'off from'} {LARGE_DATA_ROWS:,} rows).",
+              "# for refit_factor times the epochs kept (0: off). make dataset writes "
+              f"{REFIT_FACTOR:g} below",
+              f"# {LARGE_DATA_ROWS:,} training rows and 0 from there on.",
               f"refit_factor = {_toml(refit)}", "", "[model]",
               f"# {size.why} (for about {train_rows} training rows)",
               f"hidden_units = {_toml(list(size.hidden_units))}",
