@@ -283,7 +283,7 @@ def test_the_train_step_is_traced_once_and_updates_with_fused_adam(transformed_d
     tft_output = tft.TFTransformOutput(transformed_data.transform_dir)
     keras_model = training.compiled_model(tft_output)
     train_ds, _ = training.datasets(transformed_data.train_files,
-                                    tft_output.transformed_feature_spec())
+                                    tft_output.transformed_feature_spec(), cache=True)
     keras_model.fit(train_ds, epochs=1, steps_per_epoch=training.steps_per_execution, verbose=0)
     assert keras_model.train_function.experimental_get_tracing_count() == 1
     graph_def = keras_model.train_function.get_concrete_function(

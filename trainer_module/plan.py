@@ -183,27 +183,17 @@ class TrainingPlan:
         logging.info("Input cache: %s", decision.describe())
         return decision
 
-    def datasets(self, train_files: str | list[str], feature_spec: dict
+    def datasets(self, train_files: str | list[str], feature_spec: dict, cache: bool
                  ) -> tuple[tf.distribute.DistributedDataset,
                             tf.distribute.DistributedDataset | None]:
         """(fit, validation) per-replica datasets of the training split's two parts, each
-        cached in memory when the plan's cache setting lets it; validation is None when the
-        plan has no validation slice."""
-        decision = self.cache_decision({"train": train_files})
-        fit = self.dataset(train_files, feature_spec, training=True,
-                           cache=decision.cached["train"], part=data.FIT)
+        cached in memory when `cache` (the plan's `cache_decision`); validation is None when
+        the plan has no validation slice."""
+        fit = self.dataset(train_files, feature_spec, training=True, cache=cache, part=data.FIT)
         if not self.validation_steps:
             return fit, None
-        return fit, self.dataset(train_files, feature_spec, training=False,
-                                 cache=decision.cached["train"], part=data.VALIDATION)
-
-    def refit_dataset(self, train_files: str | list[str], feature_spec: dict
-                      ) -> tf.distribute.DistributedDataset:
-        """Every row of the training split, the validation slice's too, shuffled as the fit
-        rows are: what a refit trains on."""
-        decision = self.cache_decision({"train": train_files})
-        return self.dataset(train_files, feature_spec, training=True,
-                            cache=decision.cached["train"], part=data.ALL)
+        return fit, self.dataset(train_files, feature_spec, training=False, cache=cache,
+                                 part=data.VALIDATION)
 
     def refit_budget(self, kept_epoch: int) -> tuple[int, int]:
         """(epochs, steps per epoch) of a refit after early stopping kept `kept_epoch`:
@@ -310,8 +300,9 @@ def make_plan(config: TrainerConfig, spec: DatasetSpec, train_steps: int | None,
 @dataclasses.dataclass(frozen=True)
 class RunInputs:
     """What `run_fn` and the Tuner's `tuner_fn` both train from, built alike by `run_inputs`:
-    the training split's parts, the plan, Transform's output, the (fit, validation) datasets
-    and a regression label's scale."""
+    the training split's parts, the plan, Transform's output, the (fit, validation) datasets,
+    a regression label's scale, and whether the training split is cached in memory (decided
+    once: the estimate reads the files)."""
 
     examples: dict[str, int]
     plan: TrainingPlan
@@ -319,6 +310,7 @@ class RunInputs:
     train: tf.distribute.DistributedDataset
     validation: tf.distribute.DistributedDataset | None
     label_scale: tuple[float, float]
+    train_cached: bool
 
     def new_record(self) -> early_stopping.TrainingRecord:
         """A blank record of this plan's budget and parts, for `early_stopping.BestEpoch`."""
@@ -351,11 +343,12 @@ def run_inputs(config: TrainerConfig, spec: DatasetSpec, fn_args: FnArgs,
     plan = make_plan(config, spec, fn_args.train_steps, examples=examples)
     # transform_graph_path: what TFX sets for the Trainer and the Tuner alike.
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
+    cache = plan.cache_decision({"train": fn_args.train_files}).cached["train"]
     train, validation = plan.datasets(fn_args.train_files,
-                                      tf_transform_output.transformed_feature_spec())
+                                      tf_transform_output.transformed_feature_spec(), cache)
     label_scale = (data.label_scale(fn_args.train_files, spec)
                    if spec.task == tasks.REGRESSION else model.NO_SCALE)
-    return RunInputs(examples, plan, tf_transform_output, train, validation, label_scale)
+    return RunInputs(examples, plan, tf_transform_output, train, validation, label_scale, cache)
 
 
 def _warn_if_not_tpu_sized(plan: TrainingPlan) -> None:

@@ -8,6 +8,7 @@ from absl import logging
 from tfx.components.trainer.fn_args_utils import FnArgs
 
 from trainer_module import (
+    data,
     early_stopping,
     export,
     host_threads,
@@ -59,14 +60,14 @@ class _EpochLog(tf_keras.callbacks.Callback):
 REFIT_DIR = "refit"
 
 
-def _callbacks(plan: TrainingPlan, run_dir: str, epochs: int, *extra: tf_keras.callbacks.Callback
-               ) -> list[tf_keras.callbacks.Callback]:
+def _callbacks(run_dir: str, epochs: int, *extra: tf_keras.callbacks.Callback,
+               profile_batch: tuple[int, int] | int = 0) -> list[tf_keras.callbacks.Callback]:
     return [
         _EpochLog(epochs),
         *extra,
         tf_keras.callbacks.TensorBoard(
             log_dir=os.path.join(run_dir, "logs"), update_freq="epoch",
-            profile_batch=plan.profile_executions()),
+            profile_batch=profile_batch),
         # A preempted (killed and restarted) Trainer resumes from the last finished epoch
         # instead of step 0.
         tf_keras.callbacks.BackupAndRestore(backup_dir=os.path.join(run_dir, "backup")),
@@ -82,14 +83,15 @@ def _refit(plan: TrainingPlan, inputs: RunInputs, record: early_stopping.Trainin
                  "%d steps, refit_factor %g × the kept epoch %d", plan.fit_examples
                  + plan.validation_examples, epochs, steps, plan.config.training.refit_factor,
                  record.best_epoch)
-    train = plan.refit_dataset(
-        fn_args.train_files, inputs.tf_transform_output.transformed_feature_spec())
+    # Every row of the training split, shuffled as the fit rows are; the first fit profiled
+    # the steps, if asked.
+    train = plan.dataset(fn_args.train_files, inputs.tf_transform_output.transformed_feature_spec(),
+                         training=True, cache=inputs.train_cached, part=data.ALL)
     keras_model = plan.compiled_model(inputs.tf_transform_output, inputs.label_scale)
     if plan.config.training.warm_start and fn_args.base_model:
         warm_start.restore(keras_model, fn_args.base_model)
     keras_model.fit(train, epochs=epochs, steps_per_epoch=steps, verbose=0,
-                    callbacks=_callbacks(plan, os.path.join(fn_args.model_run_dir, REFIT_DIR),
-                                         epochs))
+                    callbacks=_callbacks(os.path.join(fn_args.model_run_dir, REFIT_DIR), epochs))
     record.refit_epochs = epochs
     return keras_model
 
@@ -142,7 +144,8 @@ def run_fn(fn_args: FnArgs) -> None:
         validation_data=inputs.validation,
         validation_steps=min(fn_args.eval_steps or plan.validation_steps, plan.validation_steps)
         if inputs.validation is not None else None,
-        callbacks=_callbacks(plan, fn_args.model_run_dir, plan.epochs, best),
+        callbacks=_callbacks(fn_args.model_run_dir, plan.epochs, best,
+                             profile_batch=plan.profile_executions()),
         verbose=0,
     )
     if config.training.refit_factor and record.best_epoch:
