@@ -28,7 +28,7 @@ from pipeline import console, csv_check, datasets
 from pipeline.errors import ConfigError
 from pipeline.pipeline_config import DEFAULT_OUTPUT_DIR
 from trainer_module import datetimes, tasks
-from trainer_module.config import MAX_CROSS_BUCKETS, ModelConfig
+from trainer_module.config import MAX_CROSS_BUCKETS, ModelConfig, TrainingConfig
 from trainer_module.features import NUMERIC_TYPES
 from trainer_module.missing import NO_EXTRA, folded, is_missing
 
@@ -67,6 +67,15 @@ LARGE_DATA_ROWS, LARGE_BATCH = 200_000, 1024
 # for this many times the epochs early stopping kept (TrainingConfig.refit_factor);
 # docs/trainer-and-tpu.md ("Refit on every training row") has the runs.
 REFIT_FACTOR = 1.1
+# Below LARGE_DATA_ROWS, early stopping waits this many epochs for a lower validation loss
+# (TrainingConfig.early_stopping_patience); from there on, the Trainer's default. A small
+# slice's loss is noisy and an epoch is cheap; docs/trainer-and-tpu.md ("Wider embeddings and a
+# longer wait") has the runs.
+SMALL_DATA_PATIENCE = 30
+# The width of each category's embedding make dataset writes (the Trainer's default is
+# narrower, for the shipped specs); docs/trainer-and-tpu.md ("Wider embeddings and a longer
+# wait") has the runs.
+EMBEDDING_DIM = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +96,7 @@ class NetworkSize:
 # did other penalties below LARGE_DATA_ROWS. docs/trainer-and-tpu.md ("Sizes that follow the
 # data") has the runs.
 _DEFAULT_NETWORK = ModelConfig()
+_DEFAULT_TRAINING = TrainingConfig()
 NETWORK_SIZES = (
     NetworkSize(0, _DEFAULT_NETWORK.hidden_units, _DEFAULT_NETWORK.dropout, _DEFAULT_NETWORK.l2,
                 "the default network"),
@@ -354,12 +364,18 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     size = network_size(train_rows)
     buckets = pair_buckets(train_rows)
     refit = refit_factor(train_rows)
+    patience = early_stopping_patience(train_rows)
     lines += ["", "[features]"] + features
     lines += ["", "[evaluation]", f"slices = {_toml(slices)}", "", "[evaluation.thresholds]",
               f"# {threshold_why}", thresholds, "", "[training]",
               f"# About {train_rows} training rows: batches of {batch}, at most {epochs} passes",
               "# over them (training stops earlier when the validation loss stops improving).",
               f"epochs = {epochs}", f"per_replica_batch_size = {batch}",
+              "# Epochs without a lower validation loss before training stops. make dataset "
+              f"writes {SMALL_DATA_PATIENCE}",
+              f"# below {LARGE_DATA_ROWS:,} training rows and "
+              f"{_DEFAULT_TRAINING.early_stopping_patience} from there on.",
+              f"early_stopping_patience = {patience}",
               "# Then a fresh model trains on every training row, the validation slice's too,",
               "# for refit_factor times the epochs kept (0: off). make dataset writes "
               f"{REFIT_FACTOR:g} below",
@@ -367,6 +383,8 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
               f"refit_factor = {_toml(refit)}", "", "[model]",
               f"# {size.why} (for about {train_rows} training rows)",
               f"hidden_units = {_toml(list(size.hidden_units))}",
+              "# width of each category feature's embedding",
+              f"embedding_dim = {EMBEDDING_DIM}",
               f"dropout = {_toml(size.dropout)}", f"l2 = {_toml(size.l2)}",
               "# embedding rows of each pair of category features: about one per training "
               f"row, at least {_DEFAULT_NETWORK.cross_buckets}",
@@ -382,11 +400,12 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
                         f"{len(columns)} columns")
     decisions.append(f"  thresholds: {thresholds}  ({threshold_why})")
     decisions.append(f"  slices: {', '.join(slices) or 'none'}; training: at most {epochs} "
-                     f"epochs in batches of {batch}, "
+                     f"epochs in batches of {batch}, patience {patience}, "
                      + (f"refit on every training row for {refit:g}x the epochs kept" if refit
                         else "no refit"))
-    decisions.append(f"  network: layers {_toml(list(size.hidden_units))}, dropout "
-                     f"{size.dropout}, l2 {size.l2} ({size.why}), {buckets} rows per pair "
+    decisions.append(f"  network: layers {_toml(list(size.hidden_units))}, embeddings of "
+                     f"{EMBEDDING_DIM}, dropout {size.dropout}, l2 {size.l2} ({size.why}), "
+                     f"{buckets} rows per pair "
                      "of categories")
     return schema, "\n".join(lines), decisions
 
@@ -414,6 +433,15 @@ def refit_factor(train_rows: int) -> float:
     validation slice's rows are a real share of what there is to learn and a second fit costs
     little; from there on 0 (off)."""
     return REFIT_FACTOR if train_rows < LARGE_DATA_ROWS else 0.0
+
+
+def early_stopping_patience(train_rows: int) -> int:
+    """early_stopping_patience for this many training rows: SMALL_DATA_PATIENCE below
+    LARGE_DATA_ROWS, where the validation slice holds few rows (its loss wanders from epoch to
+    epoch) and an epoch costs seconds; from there on the Trainer's default."""
+    if train_rows < LARGE_DATA_ROWS:
+        return SMALL_DATA_PATIENCE
+    return _DEFAULT_TRAINING.early_stopping_patience
 
 
 def training_budget(train_rows: int) -> tuple[int, int]:

@@ -11,6 +11,7 @@ from pipeline.datasets import DEFAULT_DATASET
 from pipeline.errors import ConfigError
 from pipeline.pipeline_config import PipelineConfig, is_remote
 from trainer_module.config import TrainerConfig, TrainerConfigError
+from trainer_module.dataset_spec import TRAINING_CONFIG_KEYS
 
 # Variable → PipelineConfig field, by how the value is read.
 _ENV_NAMES = {"DATASET": "dataset", "PIPELINE_NAME": "pipeline_name", "DATA_DIR": "data_dir",
@@ -68,8 +69,9 @@ def from_env(env: Mapping[str, str] | None = None, **overrides: object) -> Pipel
         values["train_steps"] = spec.train_steps
     if spec.epochs:
         trainer.setdefault("epochs", spec.epochs)
-    if spec.refit_factor is not None:
-        trainer.setdefault("refit_factor", spec.refit_factor)
+    for setting in TRAINING_CONFIG_KEYS:
+        if getattr(spec, setting) is not None:
+            trainer.setdefault(setting, getattr(spec, setting))
     if spec.per_replica_batch_size:
         # The spec's batch is the one its learning rate was tuned at (one replica).
         trainer.setdefault("per_replica_batch_size", spec.per_replica_batch_size)

@@ -72,17 +72,21 @@ def test_roles_follow_the_data_with_their_reasons(churn, tmp_path):
     # 400 training rows (2:1 of 600): the network of the smallest size.
     size = bootstrap.network_size(400)
     assert size == bootstrap.NETWORK_SIZES[0]
-    assert spec["model"] == {"hidden_units": list(size.hidden_units), "dropout": size.dropout,
+    assert spec["model"] == {"hidden_units": list(size.hidden_units),
+                             "embedding_dim": bootstrap.EMBEDDING_DIM, "dropout": size.dropout,
                              "l2": size.l2, "cross_buckets": 1009}
     # What it wrote is what the pipeline reads, and the Trainer trains.
     loaded, schema = datasets.load_spec(str(tmp_path / "churn"))
     assert loaded.task == "binary" and loaded.classes == ("no", "yes")
     model = from_env({"DATASET": str(tmp_path / "churn")}).trainer.model
-    assert (model.hidden_units, model.dropout, model.l2, model.cross_buckets) == (
-        size.hidden_units, size.dropout, size.l2, 1009)
+    assert (model.hidden_units, model.embedding_dim, model.dropout, model.l2,
+            model.cross_buckets) == (size.hidden_units, bootstrap.EMBEDDING_DIM, size.dropout,
+                                     size.l2, 1009)
     assert spec["training"]["refit_factor"] == bootstrap.REFIT_FACTOR
-    assert from_env({"DATASET": str(tmp_path / "churn")}).trainer.training.refit_factor == (
-        bootstrap.REFIT_FACTOR)
+    assert spec["training"]["early_stopping_patience"] == bootstrap.SMALL_DATA_PATIENCE
+    training = from_env({"DATASET": str(tmp_path / "churn")}).trainer.training
+    assert (training.refit_factor, training.early_stopping_patience) == (
+        bootstrap.REFIT_FACTOR, bootstrap.SMALL_DATA_PATIENCE)
     spend = next(f for f in schema.feature if f.name == "monthly_spend")
     assert spend.value_count.min == 0 and not spend.HasField("shape")  # gaps allowed
     label = next(f for f in schema.feature if f.name == "churned")
@@ -116,6 +120,14 @@ def test_small_data_is_refitted_on_every_training_row_and_large_data_is_not():
         bootstrap.LARGE_DATA_ROWS - 1) == bootstrap.REFIT_FACTOR > 0
     assert bootstrap.refit_factor(bootstrap.LARGE_DATA_ROWS) == 0
     TrainerConfig.create(refit_factor=bootstrap.REFIT_FACTOR)  # a value the Trainer accepts
+
+
+def test_small_data_waits_longer_for_a_lower_validation_loss_than_large_data():
+    assert bootstrap.early_stopping_patience(0) == bootstrap.early_stopping_patience(
+        bootstrap.LARGE_DATA_ROWS - 1) == bootstrap.SMALL_DATA_PATIENCE
+    assert bootstrap.early_stopping_patience(bootstrap.LARGE_DATA_ROWS) == (
+        TrainerConfig.create().training.early_stopping_patience) < bootstrap.SMALL_DATA_PATIENCE
+    TrainerConfig.create(early_stopping_patience=bootstrap.SMALL_DATA_PATIENCE)
 
 
 @pytest.mark.parametrize("label, task, message", [

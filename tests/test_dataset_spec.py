@@ -140,44 +140,58 @@ def test_spec_round_trips_and_custom_config_holds_only_what_transform_and_traine
 
 
 def test_the_specs_network_is_the_trainers_default_and_settings_win(tmp_path):
-    sized = PENGUIN_SPEC + ("\n[model]\nhidden_units = [384, 128]\ndropout = 0.2\nl2 = 0.0005\n"
-                            "cross_buckets = 0\n")
+    sized = PENGUIN_SPEC + ("\n[model]\nhidden_units = [384, 128]\nembedding_dim = 6\n"
+                            "dropout = 0.2\nl2 = 0.0005\ncross_buckets = 0\n")
     config = _dataset(tmp_path, sized)
     spec = config.dataset_spec()
-    assert spec.model == (("hidden_units", (384, 128)), ("dropout", 0.2), ("l2", 0.0005),
-                          ("cross_buckets", 0))
+    assert spec.model == (("hidden_units", (384, 128)), ("embedding_dim", 6), ("dropout", 0.2),
+                          ("l2", 0.0005), ("cross_buckets", 0))
     assert from_dict(spec.to_dict(), "spec.toml", spec.name) == spec
     # Sizes are the Trainer's settings, not Transform's: they stay out of its custom_config.
     assert spec.to_custom_config() == dataclasses.replace(spec, model=()).to_custom_config()
     model = from_env({"DATASET": config.dataset}).trainer.model
-    assert (model.hidden_units, model.dropout, model.l2, model.cross_buckets) == (
-        (384, 128), 0.2, 0.0005, 0)
+    assert (model.hidden_units, model.embedding_dim, model.dropout, model.l2,
+            model.cross_buckets) == ((384, 128), 6, 0.2, 0.0005, 0)
     given = TrainerConfig.create(hidden_units=(128,))
     assert from_env({"DATASET": config.dataset}, trainer=given).trainer == given
 
 
-def _with_refit(value: str) -> str:
+def _with_training(key: str, value: str) -> str:
     assert "\n[training]\n" in PENGUIN_SPEC
-    return PENGUIN_SPEC.replace("\n[training]\n", f"\n[training]\nrefit_factor = {value}\n")
+    return PENGUIN_SPEC.replace("\n[training]\n", f"\n[training]\n{key} = {value}\n")
 
 
-def test_the_specs_refit_is_the_trainers_default_and_a_setting_wins(tmp_path):
-    config = _dataset(tmp_path, _with_refit("1.5"))
+@pytest.mark.parametrize("key, value, setting, given, default", [
+    ("refit_factor", 1.5, "REFIT_FACTOR", 0, 0),
+    ("early_stopping_patience", 30, "EARLY_STOPPING_PATIENCE", 5, 10),
+])
+def test_the_specs_training_settings_are_the_trainers_defaults_and_a_setting_wins(
+        tmp_path, key, value, setting, given, default):
+    config = _dataset(tmp_path, _with_training(key, str(value)))
     spec = config.dataset_spec()
-    assert spec.refit_factor == 1.5 and from_dict(spec.to_dict(), "spec.toml", spec.name) == spec
-    assert from_env({"DATASET": config.dataset}).trainer.training.refit_factor == 1.5
-    assert from_env({"DATASET": config.dataset, "REFIT_FACTOR": "0"}
-                    ).trainer.training.refit_factor == 0
-    # A spec written before the key trains as it did: no refit.
+    assert getattr(spec, key) == value
+    assert from_dict(spec.to_dict(), "spec.toml", spec.name) == spec
+    assert getattr(from_env({"DATASET": config.dataset}).trainer.training, key) == value
+    assert getattr(from_env({"DATASET": config.dataset, setting: str(given)}
+                            ).trainer.training, key) == given
+    # A spec written before the key trains as it did: the Trainer's default.
     (tmp_path / "plain").mkdir()
     plain = _dataset(tmp_path / "plain", PENGUIN_SPEC)
-    assert from_env({"DATASET": plain.dataset}).trainer.training.refit_factor == 0
+    assert getattr(from_env({"DATASET": plain.dataset}).trainer.training, key) == default
 
 
-@pytest.mark.parametrize("value", ["0.5", "\"twice\"", "true"])
-def test_a_bad_refit_factor_names_the_key_and_the_expected_form(tmp_path, value):
-    _fails(_dataset(tmp_path, _with_refit(value)),
-           "spec.toml: training.refit_factor = ", "expected 0 (off) or a number in [1, 10]")
+@pytest.mark.parametrize("key, value, expected", [
+    ("refit_factor", "0.5", "expected 0 (off) or a number in [1, 10]"),
+    ("refit_factor", "\"twice\"", "expected 0 (off) or a number in [1, 10]"),
+    ("refit_factor", "true", "expected 0 (off) or a number in [1, 10]"),
+    ("early_stopping_patience", "-1", "expected a whole number >= 0"),
+    ("early_stopping_patience", "2.5", "expected a whole number >= 0"),
+    ("early_stopping_patience", "\"long\"", "expected a whole number >= 0"),
+])
+def test_a_bad_training_setting_names_the_key_and_the_expected_form(tmp_path, key, value,
+                                                                     expected):
+    _fails(_dataset(tmp_path, _with_training(key, value)),
+           f"spec.toml: training.{key} = ", expected)
 
 
 @pytest.mark.parametrize("table, fragment", [
@@ -187,8 +201,9 @@ def test_a_bad_refit_factor_names_the_key_and_the_expected_form(tmp_path, value)
     ("dropout = 1.5", "model.dropout = 1.5: expected a number in [0, 1)"),
     ("l2 = \"small\"", "model.l2 = 'small': expected a number in [0, 1)"),
     ("cross_buckets = 50000", "model.cross_buckets = 50000: expected at most 46340"),
-    ("width = 3", "model.width = 3: expected only the keys hidden_units, dropout, l2, "
-     "cross_buckets"),
+    ("embedding_dim = 0", "model.embedding_dim = 0: expected a whole number >= 1"),
+    ("width = 3", "model.width = 3: expected only the keys hidden_units, embedding_dim, "
+     "dropout, l2, cross_buckets"),
 ])
 def test_bad_network_sizes_name_the_key_and_the_expected_form(tmp_path, table, fragment):
     _fails(_dataset(tmp_path, PENGUIN_SPEC + f"\n[model]\n{table}\n"), "spec.toml: ",

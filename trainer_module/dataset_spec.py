@@ -23,12 +23,13 @@ SECTIONS = ("label", "features", "evaluation", "training", "model", "csv")
 CSV_KEYS = ("delimiter", "missing_values")
 # The delimiters a [csv] table may name.
 DELIMITERS = (",", ";", "\t", "|")
-# The budget's keys in [training] (whole numbers); REFIT_KEY, a factor, is TrainingConfig's.
+# The budget's keys in [training] (whole numbers), and the TrainingConfig settings a spec may
+# give there (each checked by TrainingConfig itself).
 BUDGET_KEYS = ("train_steps", "epochs", "per_replica_batch_size")
-REFIT_KEY = "refit_factor"
-TRAINING_KEYS = (*BUDGET_KEYS, REFIT_KEY)
+TRAINING_CONFIG_KEYS = ("early_stopping_patience", "refit_factor")
+TRAINING_KEYS = (*BUDGET_KEYS, *TRAINING_CONFIG_KEYS)
 # The network a spec may give ([model]): ModelConfig's settings of the same names.
-MODEL_KEYS = ("hidden_units", "dropout", "l2", "cross_buckets")
+MODEL_KEYS = ("hidden_units", "embedding_dim", "dropout", "l2", "cross_buckets")
 
 
 class SpecError(ValueError):
@@ -110,7 +111,8 @@ class DatasetSpec:
       (such rows are left out of training and evaluation, and the report counts them);
     train_steps / epochs / per_replica_batch_size: defaults for this dataset's size (settings
       win): a budget in train steps, or in passes over the training rows.
-    refit_factor: this dataset's TrainingConfig.refit_factor (settings win); None: the default.
+    early_stopping_patience / refit_factor: this dataset's TrainingConfig settings of the same
+      names (settings win); None: the Trainer's default.
     model: the network for this dataset ([model], MODEL_KEYS → value; settings win): sizes for
       its row count, and whether categories are paired; as (key, value) pairs.
     delimiter / missing_values: how the CSV files are written ([csv]): the field delimiter, and
@@ -130,6 +132,7 @@ class DatasetSpec:
     train_steps: int | None = None
     epochs: int | None = None
     per_replica_batch_size: int | None = None
+    early_stopping_patience: int | None = None
     refit_factor: float | None = None
     model: tuple[tuple[str, Any], ...] = ()
     delimiter: str = ","
@@ -353,13 +356,14 @@ def from_dict(values: Any, source: str, name: str, evaluation: bool = True) -> D
     training = r.table(values.get("training"), "training", required=False)
     r.unknown(training, "training", TRAINING_KEYS)
     budget = {}
-    if REFIT_KEY in training:
-        try:
-            TrainingConfig(refit_factor=training[REFIT_KEY])
-        except TrainerConfigError as e:
-            raise r.fail(f"training.{REFIT_KEY}", training[REFIT_KEY],
-                         str(e).split(": expected ", 1)[-1]) from e
-        budget[REFIT_KEY] = training[REFIT_KEY]
+    for key in TRAINING_CONFIG_KEYS:
+        if key in training:
+            try:
+                TrainingConfig(**{key: training[key]})
+            except TrainerConfigError as e:
+                raise r.fail(f"training.{key}", training[key],
+                             str(e).split(": expected ", 1)[-1]) from e
+            budget[key] = training[key]
     for key in BUDGET_KEYS:
         value = training.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
