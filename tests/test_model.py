@@ -2,6 +2,7 @@
 
 import itertools
 import math
+import os
 
 import numpy as np
 import pytest
@@ -101,6 +102,27 @@ def test_steps_per_execution_is_applied(transformed_data):
     compile_model(model, transformed_data.spec, optimizer=tf_keras.optimizers.Adam(),
                   steps_per_execution=16, jit_compile=False)
     assert int(model._steps_per_execution.numpy()) == 16
+
+
+def test_autograph_leaves_keras_own_functions_as_written(transformed_data):
+    """Only Keras' outer train and test functions (their loop over steps_per_execution) are
+    converted; AutoGraph's cache of transpiled code shows what it rewrote."""
+    from tensorflow.python.autograph.impl import api
+
+    from trainer_module import data
+
+    model = _model(transformed_data)
+    compile_model(model, transformed_data.spec, optimizer=tf_keras.optimizers.Adam(),
+                  steps_per_execution=2, jit_compile=False)
+    feature_spec = _tft(transformed_data).transformed_feature_spec()
+    batches = data.make_dataset(transformed_data.train_files, feature_spec, 32,
+                                spec=transformed_data.spec, training=True)
+    history = model.fit(batches, epochs=1, steps_per_epoch=4, validation_data=batches,
+                        validation_steps=2, verbose=0)
+    assert np.isfinite(history.history["val_loss"][0])
+    converted = {code.co_name for code in api._TRANSPILER._cache._cache
+                 if f"{os.sep}tf_keras{os.sep}" in code.co_filename}
+    assert converted <= {"train_function", "test_function"}, converted
 
 
 def test_regression_head_answers_in_the_labels_units(fare_data):

@@ -194,8 +194,23 @@ def compile_model(model: tf_keras.Model, spec: DatasetSpec, *,
         steps_per_execution=steps_per_execution,
         jit_compile=jit_compile,
     )
-    # Keras' steps have no tensor-dependent Python control flow, so AutoGraph has nothing to
-    # rewrite; skipping its source transformation of Keras internals saves ~15 s per process
-    # (a mistake would still fail loudly at trace time, never silently).
-    for step in ("train_step", "test_step", "predict_step"):
-        setattr(model, step, tf.autograph.experimental.do_not_convert(getattr(model, step)))
+    keep_autograph_out_of_keras()
+
+
+def keep_autograph_out_of_keras() -> None:
+    """Lets AutoGraph call Keras 2 (`tf_keras`) as it is, as TensorFlow's own rules already do
+    for `keras` and `tensorflow`.
+
+    Keras' train, test and predict functions are written for graph mode: past the loop over
+    steps_per_execution, which is still converted, nothing in them branches on a tensor. Yet
+    AutoGraph's rules name the package `keras` only, so it rewrote the source of every Keras
+    function a step calls (the step, the cross-replica reduction, each metric's result)
+    whenever a Trainer traced them. A function that did need converting would fail loudly at
+    trace time, never silently.
+    """
+    from tensorflow.python.autograph.core import config, config_lib
+
+    if not any(isinstance(rule, config_lib.DoNotConvert) and rule.matches(tf_keras.__name__)
+               for rule in config.CONVERSION_RULES):
+        config.CONVERSION_RULES = (config_lib.DoNotConvert(tf_keras.__name__),
+                                   *config.CONVERSION_RULES)
