@@ -84,6 +84,29 @@ def test_missing_numbers_are_imputed_with_the_mean_and_flagged(transformed):
     assert all(i[transformed_name("fare_missing")] == 0.0 for i in instances)
 
 
+def test_quantile_bins_encode_each_number_piecewise_linearly(transformed):
+    """Each bin holds the share of it a value has passed: 1 for the bins below the value, 0
+    above, so a larger value never has less; a missing value has every bin 0."""
+    instances, _ = transformed
+    for feature in TAXI.spec.features:
+        bins = feature.params.get("bins")
+        if not bins:
+            continue
+        names = [o.name for o in feature.outputs()][2:]
+        assert len(names) == bins, feature.column
+        encoded = np.array([[i[name] for name in names] for i in instances])
+        values = np.array([i[transformed_name(feature.column)] for i in instances])
+        present = np.array([i[transformed_name(feature.column + "_missing")] == 0.0
+                            for i in instances])
+        assert ((encoded >= 0) & (encoded <= 1)).all(), feature.column
+        # A bin is only entered once every bin below it is full.
+        assert (np.diff(encoded, axis=1) <= 0).all(), feature.column
+        assert (encoded[~present] == 0).all(), feature.column
+        order = np.argsort(values[present], kind="stable")
+        assert (np.diff(encoded[present].sum(axis=1)[order]) >= -1e-6).all(), feature.column
+        assert encoded[present].sum(axis=1).max() > encoded[present].sum(axis=1).min()
+
+
 def test_a_second_value_in_an_optional_column_fails_the_transform(transformed):
     """Optional columns hold at most one value (the schema's value_count); a request that
     sends two is refused by the transform graph, not silently cut to one."""

@@ -135,8 +135,11 @@ def _numeric(log: bool) -> Callable[[Any, str, dict], dict[str, Any]]:
         if bins:
             encoded = piecewise_linear(values, tft.quantiles(observed, bins, epsilon=0.01)[0],
                                        tft.min(observed), tft.max(observed))
-            for i, name in enumerate(_bin_names(column, bins)):
-                outputs[name] = tf.where(present, encoded[:, i], tf.zeros_like(scaled))
+            # One masking op and one unstack for all bins: an op per bin put ~350 more ops in
+            # the taxi graph, which Transform traces, saves, loads and runs.
+            encoded = tf.where(present[:, tf.newaxis], encoded, tf.zeros_like(encoded))
+            outputs.update(zip(_bin_names(column, bins), tf.unstack(encoded, bins, axis=1),
+                               strict=True))
         return outputs
 
     return transform
