@@ -203,9 +203,9 @@ def keep_autograph_out_of_keras() -> None:
 
     Keras' train, test and predict functions are written for graph mode: past the loop over
     steps_per_execution, which is still converted, nothing in them branches on a tensor. Yet
-    AutoGraph's rules name the package `keras` only, so it rewrote the source of every Keras
-    function a step calls (the step, the cross-replica reduction, each metric's result)
-    whenever a Trainer traced them. A function that did need converting would fail loudly at
+    AutoGraph's rules name the package `keras` only, so left to them it rewrites the source of
+    every Keras function a step calls (the step, the cross-replica reduction, each metric's
+    result) whenever a Trainer traces them. A function that did need converting would fail loudly at
     trace time, never silently.
     """
     from tensorflow.python.autograph.core import config, config_lib
