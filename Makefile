@@ -68,7 +68,7 @@ dataset: venv
 		--label "$(LABEL)" --task "$(TASK)" $(if $(FORCE),--force) \
 		$(if $(MISSING_VALUES),--missing-values "$(MISSING_VALUES)")
 
-# Benchmarks (40–60 minutes on 2 cores): generated 10× and 100× data, this project's DAG at
+# Benchmarks (65–110 minutes on 2 cores): generated 10× and 100× data, this project's DAG at
 # 1×/10×/100×, the TFX taxi template's DAG, input and training throughput. Results go to
 # bench/results/ and docs/benchmarks.md. BENCH_ARGS passes options (python -m bench.run -h).
 bench: venv
