@@ -13,6 +13,7 @@ chosen by the data's size) and Transform without its statistics, so a ratio agai
 what the code gains beyond those settings.
 """
 
+import ast
 import dataclasses
 import os
 import re
@@ -229,6 +230,26 @@ def point_template(work_dir: str, data_dir: str, train_steps: int, variant: str)
     _patch(os.path.join(work_dir, "local_runner.py"), runner)
     _patch(os.path.join(work_dir, "pipeline", "configs.py"),
            [(r"^TRAIN_NUM_STEPS = \d+", f"TRAIN_NUM_STEPS = {train_steps}")])
+
+
+# The lists in the template's models/features.py that name the raw columns its model reads.
+_TEMPLATE_FEATURE_LISTS = ("DENSE_FLOAT_FEATURE_KEYS", "BUCKET_FEATURE_KEYS",
+                           "CATEGORICAL_FEATURE_KEYS", "VOCAB_FEATURE_KEYS")
+
+
+def template_model_columns(work_dir: str) -> list[str]:
+    """The raw columns a prepared template copy's model reads, from its models/features.py."""
+    path = os.path.join(work_dir, "models", "features.py")
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    lists = {target.id: ast.literal_eval(node.value)
+             for node in tree.body if isinstance(node, ast.Assign)
+             for target in node.targets
+             if isinstance(target, ast.Name) and target.id in _TEMPLATE_FEATURE_LISTS}
+    missing = [name for name in _TEMPLATE_FEATURE_LISTS if name not in lists]
+    if missing:
+        raise BenchRunError(f"{path}: no {', '.join(missing)}; the TFX template changed")
+    return [column for name in _TEMPLATE_FEATURE_LISTS for column in lists[name]]
 
 
 def _patch(path: str, substitutions: list[tuple[str, str]]) -> None:

@@ -187,6 +187,25 @@ def _short_path(arg: str) -> str:
     return f"{flag}={os.path.basename(path)}" if os.sep in path else arg
 
 
+def _model_inputs(result: dict) -> str:
+    """The settings row of the raw columns each DAG's model reads (the model and its
+    transforms are each DAG's own)."""
+    columns = result.get("model_columns")
+    if columns is None:  # a bench from before the columns were recorded
+        return ("| model and features | this project's (from its dataset spec) | the "
+                "template's | the template's |")
+    cells = []
+    for who in DAG_NAMES:
+        if who not in columns:
+            cells.append("—")
+        else:
+            count = f"{len(columns[who])} raw column{'' if len(columns[who]) == 1 else 's'}"
+            cells.append(f"{count}, from its dataset spec" if who == PROJECT else
+                         f"{count} ({', '.join(f'`{c}`' for c in columns[who])}), from its "
+                         "models/features.py")
+    return "| model inputs (each DAG's own model and transforms) | " + " | ".join(cells) + " |"
+
+
 def _settings(result: dict) -> list[str]:
     """What differs between the three DAGs, with the values this bench ran."""
     lines = ["**What differs between the DAGs** (the same data and training steps at every "
@@ -206,8 +225,7 @@ def _settings(result: dict) -> list[str]:
         "inferred (SchemaGen) | inferred (SchemaGen) |",
         "| training batch | " + " | ".join(str(first[w]["train_batch"]) if w in first else "—"
                                            for w in DAG_NAMES) + " |",
-        "| model and features | this project's (from its dataset spec) | the template's | the "
-        "template's |",
+        _model_inputs(result),
         "| Evaluator | this project's (accuracy, AUC, calibration; overall and by payment "
         "type) | the template's metrics and slices | the same |", ""]
     return lines

@@ -69,6 +69,10 @@ def _run_record(run: dag.DagRun) -> dict:
     return {**dataclasses.asdict(run), "component_seconds": run.component_seconds}
 
 
+def _template_dir(variant: str) -> str:
+    return os.path.join(WORK_DIR, f"taxi_{variant}")
+
+
 def run_scale(times: float, base_steps: int, rounds: int, dags: tuple[str, ...],
               prepared: set[str]) -> tuple[dict, str]:
     """`rounds` rounds at one scale, each running every DAG in `dags` from scratch, the order
@@ -89,8 +93,7 @@ def run_scale(times: float, base_steps: int, rounds: int, dags: tuple[str, ...],
             if who == dag.PROJECT:
                 runs[who] = dag.run_ours(data_dir, output, rows, steps)
             else:
-                work = os.path.join(WORK_DIR, f"taxi_{who}")
-                runs[who] = dag.run_template(work, data_dir, rows, steps, who,
+                runs[who] = dag.run_template(_template_dir(who), data_dir, rows, steps, who,
                                              prepare=who not in prepared)
                 prepared.add(who)
         _say(f"  round {index + 1}: " + "; ".join(
@@ -333,10 +336,16 @@ def main(argv: list[str]) -> int:
         record, output = run_scale(times, args.train_steps, rounds[times], dags, prepared)
         result["scale"].append(record)
         outputs.append((times, output))
-    if not args.no_anchor:
-        result["edit_rerun"] = edit_and_rerun(args.train_steps)
     from bench import quality
     from pipeline.pipeline_config import PipelineConfig
+
+    # The raw columns each DAG's model reads: what its Transform and Trainer work on.
+    result["model_columns"] = {
+        who: (list(dict.fromkeys(f.column for f in PipelineConfig().dataset_spec().features))
+              if who == dag.PROJECT else dag.template_model_columns(_template_dir(who)))
+        for who in dags}
+    if not args.no_anchor:
+        result["edit_rerun"] = edit_and_rerun(args.train_steps)
 
     _say("model quality: HistGradientBoosting on each shipped dataset's own rows")
     shipped = [o for t, o in outputs if t == 1 and args.train_steps == BASE_TRAIN_STEPS]

@@ -3,6 +3,7 @@ every measurement, on tiny inputs (the real numbers come from `make bench`, neve
 
 import collections
 import csv
+import glob
 import json
 import math
 import os
@@ -78,6 +79,12 @@ def test_template_copy_has_every_component_enabled_and_reads_the_given_data(tmp_
         assert "\nTRAIN_NUM_STEPS = 7\n" in f.read()
     with open(os.path.join(work, "local_runner.py")) as f:
         assert f"DATA_PATH = {str(tmp_path / 'data')!r}" in f.read()
+    # The columns its model reads are read from its own features.py, and are the data's.
+    columns = dag.template_model_columns(work)
+    (shipped,) = glob.glob(os.path.join(generate.SHIPPED_DATA, "*.csv"))
+    with open(shipped) as f:
+        header = f.readline().strip().split(",")
+    assert columns and set(columns) <= set(header), columns
 
 
 # Builds the copy's pipeline with its own local_runner.py and prints what the TFX SDK holds,
@@ -518,6 +525,10 @@ def test_targets_and_tables_state_each_speed_target_with_its_numbers():
     assert "| Beam arguments, shipped data | `--direct_running_mode=in_memory` | the same | " \
         "none" in table
     assert "| training batch | 256 | 256 | 256 |" in table
+    result["model_columns"] = {"project": ["a", "b", "c"], "template": ["a"]}
+    assert ("| model inputs (each DAG's own model and transforms) | 3 raw columns, from its "
+            "dataset spec | — | 1 raw column (`a`), from its models/features.py |"
+            ) in report.markdown(result)
 
 
 def test_scales_parse_in_order_and_a_bad_list_names_its_flag():
