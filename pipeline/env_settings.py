@@ -143,6 +143,7 @@ TRAINER_VARIABLES = {
     "LEARNING_RATE": ("learning_rate", _env_float),
     "REFERENCE_BATCH_SIZE": ("reference_batch_size", _env_int),
     "LR_SCALING": ("lr_scaling", _env_str),
+    "LR_DECAY": ("lr_decay", _env_str),
     "EPOCHS": ("epochs", _env_int),
     "EARLY_STOPPING_PATIENCE": ("early_stopping_patience", _env_int),
     "REFIT_FACTOR": ("refit_factor", _env_float),

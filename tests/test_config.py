@@ -104,6 +104,7 @@ def test_unknown_trainer_setting_is_named():
     ("cache", "disk", "expected one of auto, memory, none"),
     ("cache_memory_fraction", 0, r"expected a number in \(0, 1\]"),
     ("lr_scaling", "cubic", "expected one of none, linear, sqrt"),
+    ("lr_decay", "step", "expected one of cosine, none"),
     ("reference_batch_size", 0, "expected a whole number >= 1"),
     ("warmup_fraction", 1.5, r"expected a number in \[0, 1\)"),
     ("profile_steps", (5, 2), "expected two train steps 'first,last' with 1 <= first <= last"),
@@ -200,12 +201,13 @@ def test_env_values_are_checked():
     config = from_env({"DATA_DIR": "data", "TRAIN_STEPS": "7", "STRATEGY": "tpu",
                        "MAX_ACCURACY_REGRESSION": "0.02", "GLOBAL_BATCH_SIZE": "1024",
                        "CACHE": "none", "PROFILE_STEPS": "2,4", "LR_SCALING": "linear",
-                       "WARM_START": "1"})
+                       "LR_DECAY": "none", "WARM_START": "1"})
     assert config.train_steps == 7 and config.trainer.runtime.tpu_required
     assert config.max_accuracy_regression == 0.02
     assert config.trainer.data.global_batch_size == 1024 and config.trainer.data.cache == "none"
     assert config.trainer.runtime.profile_steps == (2, 4)
     assert config.trainer.training.lr_scaling == "linear" and config.trainer.training.warm_start
+    assert config.trainer.training.lr_decay == "none"
     assert config.data_dir == os.path.abspath("data")
 
 

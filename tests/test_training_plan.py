@@ -109,6 +109,9 @@ def test_a_refit_trains_a_fresh_model_on_every_training_row_for_the_factors_epoc
             f"{record.refit_epochs} epochs of {steps} steps") in caplog.text
     refit = report.training_curves(os.path.join(args.model_run_dir, run.REFIT_DIR, "logs"))
     assert [epoch for epoch, _ in refit["train"]["loss"]] == list(range(record.refit_epochs))
+    # The refit's learning rate decays over its own steps: 0 only after its last epoch.
+    rates = [rate for _, rate in refit["train"]["learning_rate"]]
+    assert rates[-1] == pytest.approx(0.0, abs=1e-9) and min(rates[:-1]) > 0
     assert "validation" not in refit  # the slice is trained on, not scored
     # The run report says which model was exported.
     assert (f"The exported model is a refit on all 1,000 training rows for "
@@ -143,13 +146,31 @@ def test_warmup_ramps_from_the_reference_rate_to_the_scaled_rate(transformed_dat
     training = plan.make_plan(config, transformed_data.spec, 400, dist=dist)
     assert training.peak_learning_rate == pytest.approx(0.004)
     assert training.warmup_steps == 40
-    rate = training.learning_rate()
-    assert [round(float(rate(step)), 6) for step in (0, 20, 40, 400)] == [
+    held = plan.make_plan(config.replace(lr_decay="none"), transformed_data.spec, 400,
+                          dist=dist).learning_rate()
+    assert [round(float(held(step)), 6) for step in (0, 20, 40, 400)] == [
         0.001, 0.0025, 0.004, 0.004]
     # At or below the reference batch there is nothing to warm up to.
     small = plan.make_plan(config.replace(global_batch_size=128), transformed_data.spec, 400,
                            dist=dist)
     assert small.warmup_steps == 0 and float(small.learning_rate()(0)) == pytest.approx(0.0005)
+
+
+def test_cosine_decay_takes_the_rate_from_its_peak_to_zero_at_the_last_step(transformed_data):
+    """The default: after the warmup, half a cosine wave down to 0 at the budget's end, over
+    the plan's steps or over the steps a caller names (a refit's)."""
+    config = TrainerConfig.create(global_batch_size=1024, reference_batch_size=256,
+                                  learning_rate=0.001, warmup_fraction=0.1)
+    training = plan.make_plan(config, transformed_data.spec, 400,
+                              dist=tf.distribute.get_strategy())
+    rate = training.learning_rate()
+    assert [round(float(rate(step)), 6) for step in (0, 20, 40, 220, 400, 500)] == [
+        0.001, 0.0025, 0.004, 0.002, 0.0, 0.0]
+    assert round(float(training.learning_rate(2000)(1020)), 6) == 0.002  # half way
+    # Without a warmup the wave starts at the first step.
+    small = plan.make_plan(config.replace(global_batch_size=256), transformed_data.spec, 400,
+                           dist=tf.distribute.get_strategy()).learning_rate()
+    assert [round(float(small(step)), 6) for step in (0, 200, 400)] == [0.001, 0.0005, 0.0]
 
 
 # --- Input cache ----------------------------------------------------------------------------

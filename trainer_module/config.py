@@ -17,9 +17,10 @@ STRATEGIES = ("auto", "tpu", "mirrored", "multi_worker_mirrored")
 PRECISIONS = ("auto", "float32", "mixed_bfloat16")
 CACHE_MODES = ("auto", "memory", "none")
 LR_SCALINGS = ("none", "linear", "sqrt")
+LR_DECAYS = ("cosine", "none")
 # The settings that take one of a fixed set of words.
-CHOICES = {"cache": CACHE_MODES, "lr_scaling": LR_SCALINGS, "strategy": STRATEGIES,
-           "mixed_precision": PRECISIONS}
+CHOICES = {"cache": CACHE_MODES, "lr_scaling": LR_SCALINGS, "lr_decay": LR_DECAYS,
+           "strategy": STRATEGIES, "mixed_precision": PRECISIONS}
 
 # The largest cross_buckets whose square fits int32: the pair hash multiplies two ids below it.
 MAX_CROSS_BUCKETS = 46340
@@ -125,6 +126,11 @@ class TrainingConfig:
     warmup_fraction: when the scaled rate is above learning_rate, the first this-share of
       train_steps ramps linearly from learning_rate up to the scaled rate, so the first large
       steps do not throw the fresh weights off.
+    lr_decay: how the rate moves after the warmup. 'cosine' lowers it along half a cosine wave
+      from the peak to 0 at the budget's last step, so the last steps settle into a minimum
+      instead of moving about it at full rate; 'none' keeps the peak to the end. With early
+      stopping the run may end before the rate is low (docs/trainer-and-tpu.md, "Learning-rate
+      decay").
     epochs: the training budget in passes over the training rows (less the validation
       slice), used when the run sets no train_steps (a dataset spec's [training] or
       TRAIN_STEPS). Each epoch ends in a validation pass and a preemption checkpoint.
@@ -150,6 +156,7 @@ class TrainingConfig:
     reference_batch_size: int = 256
     lr_scaling: str = "linear"
     warmup_fraction: float = 0.1
+    lr_decay: str = "cosine"
     epochs: int = 100
     checkpoint_epochs: int = 5
     early_stopping_patience: int = 10
@@ -165,6 +172,7 @@ class TrainingConfig:
         _check_int("reference_batch_size", self.reference_batch_size, minimum=1)
         _check_choice("lr_scaling", self.lr_scaling)
         _check_fraction("warmup_fraction", self.warmup_fraction)
+        _check_choice("lr_decay", self.lr_decay)
         _check_int("epochs", self.epochs, minimum=1)
         _check_int("checkpoint_epochs", self.checkpoint_epochs, minimum=1)
         _check_int("early_stopping_patience", self.early_stopping_patience, minimum=0)

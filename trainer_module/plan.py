@@ -54,20 +54,30 @@ def learning_rate_scale(config: TrainerConfig, global_batch: int) -> float:
     return {"none": 1.0, "linear": ratio, "sqrt": math.sqrt(ratio)}[config.training.lr_scaling]
 
 
-class WarmupRate(tf_keras.optimizers.schedules.LearningRateSchedule):
-    """Linear ramp from `start` to `peak` over `warmup_steps`, then `peak`."""
+class LearningRate(tf_keras.optimizers.schedules.LearningRateSchedule):
+    """Linear ramp from `start` to `peak` over `warmup_steps`; then, over the steps up to
+    `decay_steps`, half a cosine wave from `peak` down to 0 (`decay_steps` 0: `peak` to the
+    end)."""
 
-    def __init__(self, start: float, peak: float, warmup_steps: int) -> None:
-        self.start, self.peak, self.warmup_steps = start, peak, warmup_steps
+    def __init__(self, start: float, peak: float, warmup_steps: int, decay_steps: int) -> None:
+        self.start, self.peak = start, peak
+        self.warmup_steps, self.decay_steps = warmup_steps, decay_steps
 
     def __call__(self, step: tf.Tensor) -> tf.Tensor:
-        if not self.warmup_steps:
-            return tf.constant(self.peak, tf.float32)
-        done = tf.minimum(tf.cast(step, tf.float32) / self.warmup_steps, 1.0)
-        return self.start + (self.peak - self.start) * done
+        step = tf.cast(step, tf.float32)
+        rate = tf.constant(self.peak, tf.float32)
+        if self.warmup_steps:
+            done = tf.minimum(step / self.warmup_steps, 1.0)
+            rate = self.start + (self.peak - self.start) * done
+        if self.decay_steps > self.warmup_steps:
+            done = tf.clip_by_value((step - self.warmup_steps)
+                                    / (self.decay_steps - self.warmup_steps), 0.0, 1.0)
+            rate *= 0.5 * (1.0 + tf.cos(math.pi * done))
+        return rate
 
     def get_config(self) -> dict:
-        return {"start": self.start, "peak": self.peak, "warmup_steps": self.warmup_steps}
+        return {"start": self.start, "peak": self.peak, "warmup_steps": self.warmup_steps,
+                "decay_steps": self.decay_steps}
 
 
 def adam(learning_rate: tf_keras.optimizers.schedules.LearningRateSchedule
@@ -149,12 +159,15 @@ class TrainingPlan:
             f"precision={self.precision} jit_compile={self.jit_compile} learning rate="
             f"{self.peak_learning_rate:.6g} ({self.config.training.lr_scaling} scaling from "
             f"{self.config.training.learning_rate:g} at batch "
-            f"{self.config.training.reference_batch_size}, warmup {self.warmup_steps} steps)"
+            f"{self.config.training.reference_batch_size}, warmup {self.warmup_steps} steps, "
+            f"decay {self.config.training.lr_decay})"
         )
 
-    def learning_rate(self) -> WarmupRate:
-        return WarmupRate(self.config.training.learning_rate, self.peak_learning_rate,
-                          self.warmup_steps)
+    def learning_rate(self, train_steps: int | None = None) -> LearningRate:
+        """The rate's schedule over `train_steps` steps (default: the plan's)."""
+        decay = self.config.training.lr_decay == "cosine"
+        return LearningRate(self.config.training.learning_rate, self.peak_learning_rate,
+                            self.warmup_steps, (train_steps or self.train_steps) if decay else 0)
 
     def profile_executions(self) -> tuple[int, int] | int:
         """Keras' TensorBoard `profile_batch` for the configured train steps.
@@ -208,9 +221,11 @@ class TrainingPlan:
         tf_transform_output: tft.TFTransformOutput,
         label_scale: tuple[float, float] = model.NO_SCALE,
         build: Callable[[], tf_keras.Model] | None = None,
+        train_steps: int | None = None,
     ) -> tf_keras.Model:
         """The spec's model (or `build()`'s), built under the plan's precision policy in the
-        strategy's scope, and compiled with the plan's optimizer, steps and XLA setting."""
+        strategy's scope, and compiled with the plan's optimizer, steps and XLA setting; its
+        learning rate is scheduled over `train_steps` (default: the plan's)."""
         tf_keras.utils.set_random_seed(self.config.training.seed)
         tf_keras.mixed_precision.set_global_policy(self.precision)
         try:
@@ -218,7 +233,7 @@ class TrainingPlan:
                 keras_model = build() if build else model.build_model(
                     self.config, self.spec, model.category_sizes(self.spec, tf_transform_output),
                     label_scale)
-                optimizer = adam(self.learning_rate())
+                optimizer = adam(self.learning_rate(train_steps))
                 model.compile_model(
                     keras_model, self.spec, optimizer=optimizer,
                     steps_per_execution=self.steps_per_execution, jit_compile=self.jit_compile,

@@ -87,7 +87,8 @@ def _refit(plan: TrainingPlan, inputs: RunInputs, record: early_stopping.Trainin
     # the steps, if asked.
     train = plan.dataset(fn_args.train_files, inputs.tf_transform_output.transformed_feature_spec(),
                          training=True, cache=inputs.train_cached, part=data.ALL)
-    keras_model = plan.compiled_model(inputs.tf_transform_output, inputs.label_scale)
+    keras_model = plan.compiled_model(inputs.tf_transform_output, inputs.label_scale,
+                                      train_steps=epochs * steps)
     if plan.config.training.warm_start and fn_args.base_model:
         warm_start.restore(keras_model, fn_args.base_model)
     keras_model.fit(train, epochs=epochs, steps_per_epoch=steps, verbose=0,
