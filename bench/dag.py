@@ -27,6 +27,8 @@ from pipeline.pipeline_config import REPO_ROOT, local_beam_args
 from pipeline.runs import eval_results, run_summary
 
 RUNNER = os.path.join(REPO_ROOT, "pipeline", "local_runner.py")
+# The dataset the speed bench runs this project's DAG on (its spec and shipped data).
+DATASET = "taxi"
 TEMPLATE_NAME = "taxi-template"
 # The template's components that its pipeline.py ships commented out, for later tutorial steps.
 TEMPLATE_COMPONENTS = ("statistics_gen", "schema_gen", "example_validator", "transform",
@@ -165,7 +167,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def run_ours(data_dir: str, output_dir: str, rows: int, train_steps: int | None,
-             dataset: str = "taxi", fresh: bool = True, repo: str = REPO_ROOT) -> DagRun:
+             dataset: str = DATASET, fresh: bool = True, repo: str = REPO_ROOT) -> DagRun:
     """This project's DAG, as `make run` starts it; fresh: from scratch (a new output dir, so
     nothing is served from cache). train_steps None: the dataset spec's own. `repo`: the
     checkout whose code runs (a copy, for the bench's edit-and-rerun)."""
@@ -237,19 +239,41 @@ _TEMPLATE_FEATURE_LISTS = ("DENSE_FLOAT_FEATURE_KEYS", "BUCKET_FEATURE_KEYS",
                            "CATEGORICAL_FEATURE_KEYS", "VOCAB_FEATURE_KEYS")
 
 
-def template_model_columns(work_dir: str) -> list[str]:
-    """The raw columns a prepared template copy's model reads, from its models/features.py."""
-    path = os.path.join(work_dir, "models", "features.py")
+def _assignments(path: str, names: tuple[str, ...]) -> dict:
+    """The literal values a template file assigns to `names`; each must be there."""
     with open(path) as f:
         tree = ast.parse(f.read())
-    lists = {target.id: ast.literal_eval(node.value)
-             for node in tree.body if isinstance(node, ast.Assign)
-             for target in node.targets
-             if isinstance(target, ast.Name) and target.id in _TEMPLATE_FEATURE_LISTS}
-    missing = [name for name in _TEMPLATE_FEATURE_LISTS if name not in lists]
+    values = {target.id: ast.literal_eval(node.value)
+              for node in tree.body if isinstance(node, ast.Assign)
+              for target in node.targets
+              if isinstance(target, ast.Name) and target.id in names}
+    missing = [name for name in names if name not in values]
     if missing:
         raise BenchRunError(f"{path}: no {', '.join(missing)}; the TFX template changed")
+    return values
+
+
+def template_model_columns(work_dir: str) -> list[str]:
+    """The raw columns a prepared template copy's model reads, from its models/features.py."""
+    lists = _assignments(os.path.join(work_dir, "models", "features.py"),
+                         _TEMPLATE_FEATURE_LISTS)
     return [column for name in _TEMPLATE_FEATURE_LISTS for column in lists[name]]
+
+
+# The line of the template's keras_model/model.py that compiles its optimizer: Adam at the
+# rate its constants.py sets, with no schedule.
+_TEMPLATE_OPTIMIZER = "optimizer=tf.keras.optimizers.Adam(learning_rate=learning_rate)"
+
+
+def template_learning_rate(work_dir: str) -> float:
+    """The constant Adam rate a prepared template copy's model trains at."""
+    keras_dir = os.path.join(work_dir, "models", "keras_model")
+    with open(os.path.join(keras_dir, "model.py")) as f:
+        if _TEMPLATE_OPTIMIZER not in f.read():
+            raise BenchRunError(f"{keras_dir}/model.py: no `{_TEMPLATE_OPTIMIZER}`; the TFX "
+                                "template changed")
+    return _assignments(os.path.join(keras_dir, "constants.py"),
+                        ("LEARNING_RATE",))["LEARNING_RATE"]
 
 
 def _patch(path: str, substitutions: list[tuple[str, str]]) -> None:

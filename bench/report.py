@@ -206,6 +206,20 @@ def _model_inputs(result: dict) -> str:
     return "| model inputs (each DAG's own model and transforms) | " + " | ".join(cells) + " |"
 
 
+def _learning_rates(result: dict) -> list[str]:
+    """The settings row of each DAG's Adam rate over its train steps; none for a bench from
+    before the rates were recorded."""
+    rates = result.get("learning_rate")
+    if rates is None:
+        return []
+    cells = ["—" if who not in rates else
+             f"Adam {rates[who]['rate']:g}, " + ("cosine decay to 0 at the last step"
+                                                 if rates[who]["decay"] == "cosine"
+                                                 else "constant")
+             for who in DAG_NAMES]
+    return ["| learning rate | " + " | ".join(cells) + " |"]
+
+
 def _settings(result: dict) -> list[str]:
     """What differs between the three DAGs, with the values this bench ran."""
     lines = ["**What differs between the DAGs** (the same data and training steps at every "
@@ -226,6 +240,7 @@ def _settings(result: dict) -> list[str]:
         "| training batch | " + " | ".join(str(first[w]["train_batch"]) if w in first else "—"
                                            for w in DAG_NAMES) + " |",
         _model_inputs(result),
+        *_learning_rates(result),
         "| Evaluator | this project's (accuracy, AUC, calibration; overall and by payment "
         "type) | the template's metrics and slices | the same |", ""]
     return lines

@@ -337,12 +337,21 @@ def main(argv: list[str]) -> int:
         result["scale"].append(record)
         outputs.append((times, output))
     from bench import quality
-    from pipeline.pipeline_config import PipelineConfig
+    from pipeline.env_settings import from_env
 
+    config = from_env(dataset=dag.DATASET)  # what this bench's runs of the DAG train with
+    spec = config.dataset_spec()
     # The raw columns each DAG's model reads: what its Transform and Trainer work on.
     result["model_columns"] = {
-        who: (list(dict.fromkeys(f.column for f in PipelineConfig().dataset_spec().features))
-              if who == dag.PROJECT else dag.template_model_columns(_template_dir(who)))
+        who: (list(dict.fromkeys(f.column for f in spec.features)) if who == dag.PROJECT
+              else dag.template_model_columns(_template_dir(who)))
+        for who in dags}
+    # Each DAG's Adam rate and what it does over the train steps.
+    training = config.trainer.training
+    result["learning_rate"] = {
+        who: ({"rate": training.learning_rate, "decay": training.lr_decay}
+              if who == dag.PROJECT else
+              {"rate": dag.template_learning_rate(_template_dir(who)), "decay": "none"})
         for who in dags}
     if not args.no_anchor:
         result["edit_rerun"] = edit_and_rerun(args.train_steps)
@@ -358,9 +367,8 @@ def main(argv: list[str]) -> int:
     if predictions:
         result["predict"] = predictions
     graph_dir, files = transform_outputs(outputs[-1][1])
-    result["input"], result["fit"] = measure(graph_dir, files, TrainerConfig.create(),
-                                             PipelineConfig().dataset_spec(), args.repetitions,
-                                             args.fit_steps)
+    result["input"], result["fit"] = measure(graph_dir, files, TrainerConfig.create(), spec,
+                                             args.repetitions, args.fit_steps)
     result["bench_seconds"] = time.monotonic() - started
     return _publish(result, args.results_dir, args.update_docs)
 

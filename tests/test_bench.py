@@ -85,6 +85,9 @@ def test_template_copy_has_every_component_enabled_and_reads_the_given_data(tmp_
     with open(shipped) as f:
         header = f.readline().strip().split(",")
     assert columns and set(columns) <= set(header), columns
+    # So is the rate its model's Adam trains at: a number, and no schedule in its model.py.
+    rate = dag.template_learning_rate(work)
+    assert isinstance(rate, float) and 0 < rate < 1, rate
 
 
 # Builds the copy's pipeline with its own local_runner.py and prints what the TFX SDK holds,
@@ -529,6 +532,11 @@ def test_targets_and_tables_state_each_speed_target_with_its_numbers():
     assert ("| model inputs (each DAG's own model and transforms) | 3 raw columns, from its "
             "dataset spec | — | 1 raw column (`a`), from its models/features.py |"
             ) in report.markdown(result)
+    assert "| learning rate |" not in report.markdown(result)  # not recorded: no row
+    result["learning_rate"] = {"project": {"rate": 0.0005, "decay": "cosine"},
+                               "template": {"rate": 0.001, "decay": "none"}}
+    assert ("| learning rate | Adam 0.0005, cosine decay to 0 at the last step | — | "
+            "Adam 0.001, constant |") in report.markdown(result)
 
 
 def test_scales_parse_in_order_and_a_bad_list_names_its_flag():
