@@ -121,13 +121,13 @@ def _numeric(log: bool) -> Callable[[Any, str, dict], dict[str, Any]]:
             values = tf.math.log1p(tf.maximum(values, 0.0))
         # Gaps take the mean, so they z-score to 0; the indicator lets the model tell an
         # imputed value from a real one.
-        outputs = {transformed_name(column): z_score(values, present),
+        outputs = {transformed_name(column): _z_score(values, present),
                    _missing_name(column): 1.0 - tf.cast(present, tf.float32)}
         bins = params["bins"]
         if bins:
             observed = tf.boolean_mask(values, present)
             encoded = piecewise_linear(values, tft.quantiles(observed, bins, epsilon=0.01)[0],
-                                       *value_range(observed))
+                                       *_value_range(observed))
             # One masking op and one unstack for all bins: an op per bin put ~350 more ops in
             # the taxi graph, which Transform traces, saves, loads and runs.
             encoded = tf.where(present[:, tf.newaxis], encoded, tf.zeros_like(encoded))
@@ -143,7 +143,7 @@ def _numeric(log: bool) -> Callable[[Any, str, dict], dict[str, Any]]:
 # tft.min and tft.max each its min-and-max one: the two helpers below take both results from
 # one analyzer (the taxi spec's Transform: 20 analyzers instead of 28).
 
-def z_score(values: Any, present: Any) -> Any:
+def _z_score(values: Any, present: Any) -> Any:
     """[batch] z-scores of `values` [batch] against the mean and variance of its `present`
     values; 0 where a value is absent. A constant column stays centered (0)."""
     import tensorflow as tf
@@ -153,7 +153,7 @@ def z_score(values: Any, present: Any) -> Any:
     return tf.scatter_nd(tf.where(present), scaled, tf.shape(values, out_type=tf.int64))
 
 
-def value_range(observed: Any) -> tuple[Any, Any]:
+def _value_range(observed: Any) -> tuple[Any, Any]:
     """(min, max) over the dataset of `observed` [n], from one analyzer: the maxima of
     -observed and observed."""
     import tensorflow as tf
@@ -322,10 +322,10 @@ def _datetime(x: Any, column: str, params: dict) -> dict[str, Any]:
         sign = tf.strings.regex_replace(values, compiled.regex, f"\\{compiled.groups['sign']}")
         offset = (field("off_h") * 60.0 + field("off_m")) / (24.0 * 60.0)
         utc = local - tf.where(tf.equal(sign, "-"), -offset, offset)
-    start, end = value_range(tf.boolean_mask(utc, ok))
+    start, end = _value_range(tf.boolean_mask(utc, ok))
     periodic = {"month": month, "weekday": tf.math.floormod(days + 3.0, 7.0), "day": day,
                 "hour": hour + minute / 60.0}
-    parts = [z_score(year, ok), (utc - start) / tf.maximum(end - start, 1.0)]
+    parts = [_z_score(year, ok), (utc - start) / tf.maximum(end - start, 1.0)]
     for name, period, first in _PERIODIC:
         angle = 2.0 * math.pi * (periodic[name] - first) / period
         parts += [tf.sin(angle), tf.cos(angle)]
