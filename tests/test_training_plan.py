@@ -109,9 +109,13 @@ def test_a_refit_trains_a_fresh_model_on_every_training_row_for_the_factors_epoc
             f"{record.refit_epochs} epochs of {steps} steps") in caplog.text
     refit = report.training_curves(os.path.join(args.model_run_dir, run.REFIT_DIR, "logs"))
     assert [epoch for epoch, _ in refit["train"]["loss"]] == list(range(record.refit_epochs))
-    # The refit's learning rate decays over its own steps: 0 only after its last epoch.
-    rates = [rate for _, rate in refit["train"]["learning_rate"]]
-    assert rates[-1] == pytest.approx(0.0, abs=1e-9) and min(rates[:-1]) > 0
+    # The refit's rate decays over its own epochs (the default cosine, from the peak the
+    # linear rule gives batch 64), reaching 0 at its last step.
+    peak = TrainerConfig().training.learning_rate * plan.learning_rate_scale(TrainerConfig(), 64)
+    epochs = record.refit_epochs
+    assert [rate for _, rate in refit["train"]["learning_rate"]] == pytest.approx(
+        [peak * 0.5 * (1 + math.cos(math.pi * e / epochs)) for e in range(1, epochs + 1)],
+        rel=1e-4, abs=1e-9)
     assert "validation" not in refit  # the slice is trained on, not scored
     # The run report says which model was exported.
     assert (f"The exported model is a refit on all 1,000 training rows for "
