@@ -367,7 +367,7 @@ def main(argv: list[str]) -> int:
     if predictions:
         result["predict"] = predictions
     graph_dir, files = transform_outputs(outputs[-1][1])
-    result["input"], result["fit"] = measure(graph_dir, files, TrainerConfig.create(), spec,
+    result["input"], result["fit"] = measure(graph_dir, files, config.trainer, spec,
                                              args.repetitions, args.fit_steps)
     result["bench_seconds"] = time.monotonic() - started
     return _publish(result, args.results_dir, args.update_docs)

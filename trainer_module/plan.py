@@ -124,9 +124,14 @@ class TrainingPlan:
 
     @property
     def warmup_steps(self) -> int:
+        return self._warmup(self.train_steps)
+
+    def _warmup(self, train_steps: int) -> int:
+        """The ramp's steps in a schedule of `train_steps` (0 when there is nothing to ramp
+        up to)."""
         if self.peak_learning_rate <= self.config.training.learning_rate:
             return 0
-        return int(self.train_steps * self.config.training.warmup_fraction)
+        return int(train_steps * self.config.training.warmup_fraction)
 
     @property
     def steps_per_epoch(self) -> int:
@@ -164,10 +169,12 @@ class TrainingPlan:
         )
 
     def learning_rate(self, train_steps: int | None = None) -> LearningRate:
-        """The rate's schedule over `train_steps` steps (default: the plan's)."""
+        """The rate's schedule over `train_steps` steps (default: the plan's): its warmup is
+        warmup_fraction of them, and the decay ends at the last."""
+        steps = train_steps or self.train_steps
         decay = self.config.training.lr_decay == "cosine"
         return LearningRate(self.config.training.learning_rate, self.peak_learning_rate,
-                            self.warmup_steps, (train_steps or self.train_steps) if decay else 0)
+                            self._warmup(steps), steps if decay else 0)
 
     def profile_executions(self) -> tuple[int, int] | int:
         """Keras' TensorBoard `profile_batch` for the configured train steps.
