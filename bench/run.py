@@ -321,11 +321,12 @@ def main(argv: list[str]) -> int:
         parser.error("the anchor compares with the run on the shipped data: add 1 to --scales, "
                      "or pass --no-anchor")
 
+    from pipeline.env_settings import from_env
     from trainer_module import host_threads
-    from trainer_module.config import TrainerConfig
 
+    config = from_env(dataset=dag.DATASET)  # what this bench's runs of the DAG train with
     # The throughput measured in this process runs with the Trainer's threads.
-    host_threads.apply(TrainerConfig.create())
+    host_threads.apply(config.trainer)
     result = report.stamp()
     started = time.monotonic()
     dags = (dag.PROJECT,) if args.no_anchor else DAGS
@@ -337,9 +338,7 @@ def main(argv: list[str]) -> int:
         result["scale"].append(record)
         outputs.append((times, output))
     from bench import quality
-    from pipeline.env_settings import from_env
 
-    config = from_env(dataset=dag.DATASET)  # what this bench's runs of the DAG train with
     spec = config.dataset_spec()
     # The raw columns each DAG's model reads: what its Transform and Trainer work on.
     result["model_columns"] = {
