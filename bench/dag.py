@@ -23,12 +23,21 @@ import sys
 import threading
 import time
 
-from pipeline.pipeline_config import REPO_ROOT, local_beam_args
+from pipeline import datasets
+from pipeline.pipeline_config import METADATA_FILE, PIPELINE_NAME_SUFFIX, REPO_ROOT, local_beam_args
 from pipeline.runs import eval_results, run_summary
 
 RUNNER = os.path.join(REPO_ROOT, "pipeline", "local_runner.py")
 # The dataset the speed bench runs this project's DAG on (its spec and shipped data).
 DATASET = "taxi"
+
+
+def pipeline_name(dataset: str = DATASET) -> str:
+    """The name `make run` gives this project's pipeline on `dataset`: its runs in MLMD and
+    its serving dir go by it."""
+    return datasets.dataset_name(dataset) + PIPELINE_NAME_SUFFIX
+
+
 TEMPLATE_NAME = "taxi-template"
 # The template's components that its pipeline.py ships commented out, for later tutorial steps.
 TEMPLATE_COMPONENTS = ("statistics_gen", "schema_gen", "example_validator", "transform",
@@ -180,8 +189,8 @@ def run_ours(data_dir: str, output_dir: str, rows: int, train_steps: int | None,
                     "--dataset", dataset, "--data-dir", data_dir, "--output-dir", output_dir,
                     *steps], repo, _env(PYTHONPATH=repo, VERBOSE="1"), log)
     batch = _read_int(log, r"global batch=(\d+)") if fresh else 0
-    name = os.path.basename(os.path.normpath(dataset))  # a name, or a folder with a spec
-    return _record(os.path.join(output_dir, "metadata", "metadata.db"), f"{name}-tpu", rows,
+    return _record(os.path.join(output_dir, METADATA_FILE), pipeline_name(dataset),
+                   rows,
                    train_steps or _read_int(log, r"\) (\d+) steps in \d+ epochs"), batch,
                    process)
 

@@ -21,6 +21,7 @@ import sys
 import numpy as np
 
 from pipeline import names
+from pipeline.pipeline_config import METADATA_FILE
 from pipeline.runs import eval_results, run_summary
 from trainer_module import tasks
 from trainer_module.dataset_spec import DatasetSpec
@@ -235,7 +236,7 @@ def run_suite(work_dir: str, only: tuple[str, ...] = ()) -> list[dict]:
         print(f"[bench] {name}: this project's DAG → {output}", flush=True)
         dag.run_ours(data_dir, output, 0, None, folder)
         spec, _ = datasets.load_spec(folder)
-        result = compare(os.path.join(output, "metadata", "metadata.db"), f"{name}-tpu", spec)
+        result = compare(os.path.join(output, METADATA_FILE), dag.pipeline_name(folder), spec)
         result["source"] = f"{entry.package}/{entry.item}"
         print(markdown([result]), flush=True)
         compared.append(result)
@@ -256,7 +257,7 @@ def run_shipped(work_dir: str, reuse: dict[str, str] | None = None) -> list[dict
             output = os.path.join(work_dir, f"quality_{dataset}")
             print(f"[bench] {dataset}: this project's DAG → {output}", flush=True)
             dag.run_ours(config.data_dir, output, 0, None, dataset)
-        metadata = os.path.join(output, "metadata", "metadata.db")
+        metadata = os.path.join(output, METADATA_FILE)
         result = compare(metadata, config.pipeline_name, config.dataset_spec())
         result["source"] = "shipped"
         compared.append(result)

@@ -20,7 +20,7 @@ import time
 
 from bench import dag, generate, paths, report, trainer_memory
 from pipeline import names
-from pipeline.pipeline_config import REPO_ROOT, local_beam_args
+from pipeline.pipeline_config import METADATA_FILE, REPO_ROOT, SERVING_DIR, local_beam_args
 from pipeline.runs import run_summary
 
 WORK_DIR = paths.WORK_DIR
@@ -103,7 +103,7 @@ def run_scale(times: float, base_steps: int, rounds: int, dags: tuple[str, ...],
                                  "runs": {who: _run_record(run) for who, run in runs.items()}})
     record["trainer_memory"] = {}
     for cache in ("auto", "none"):
-        measured = trainer_memory.measure(output, "taxi-tpu", steps, cache)
+        measured = trainer_memory.measure(output, dag.pipeline_name(), steps, cache)
         record["trainer_memory"][cache] = measured
         _say(f"  Trainer alone, cache {cache}: peak RSS {measured['peak_rss_mb']:,.0f} MB "
              f"({measured['cache']})")
@@ -145,7 +145,7 @@ def measure_predict(runs: list[tuple[float, str]]) -> dict | None:
     """`make predict` on the largest scale's data, with the model the largest run that pushed
     one left in its serving dir (in a fresh process, as a user runs it)."""
     def has_pushed(output: str) -> bool:
-        serving = os.path.join(output, "serving_model", "taxi-tpu")
+        serving = os.path.join(output, SERVING_DIR, dag.pipeline_name())
         return os.path.isdir(serving) and bool(os.listdir(serving))
 
     pushed = [(times, output) for times, output in runs if has_pushed(output)]
@@ -176,8 +176,8 @@ def measure_predict(runs: list[tuple[float, str]]) -> dict | None:
 
 def transform_outputs(output_dir: str) -> tuple[str, list[str]]:
     """Transform's graph dir and the transformed train-split files of a finished run."""
-    summary = run_summary.latest_run(os.path.join(output_dir, "metadata", "metadata.db"),
-                                     "taxi-tpu")
+    summary = run_summary.latest_run(os.path.join(output_dir, METADATA_FILE),
+                                     dag.pipeline_name())
     graph = summary.output(names.TRANSFORM, names.TRANSFORM_GRAPH)
     examples = summary.output(names.TRANSFORM, names.TRANSFORMED_EXAMPLES)
     files = sorted(glob.glob(os.path.join(examples.uri, "Split-train", "*")))
@@ -357,7 +357,7 @@ def main(argv: list[str]) -> int:
 
     _say("model quality: HistGradientBoosting on each shipped dataset's own rows")
     shipped = [o for t, o in outputs if t == 1 and args.train_steps == BASE_TRAIN_STEPS]
-    reuse = {"taxi": shipped[0]} if shipped else {}
+    reuse = {dag.DATASET: shipped[0]} if shipped else {}
     # The docs' quality table is the whole suite's (make bench-quality); this one is beside
     # the speed figures, on the same runs.
     quality.publish(quality.run_shipped(WORK_DIR, reuse=reuse), args.results_dir, None,

@@ -18,6 +18,7 @@ import tempfile
 
 from pipeline import names
 from pipeline.env_settings import from_env
+from pipeline.pipeline_config import METADATA_FILE
 from pipeline.runs import run_summary
 
 MARKER = "TRAINER MEMORY "
@@ -29,7 +30,7 @@ def fn_args(output_dir: str, pipeline_name: str, train_steps: int, cache: str,
     """FnArgs fields replaying the Trainer of the latest run in `output_dir`."""
     from trainer_module.executor import RAW_EVAL_FILES_KEY
 
-    summary = run_summary.latest_run(os.path.join(output_dir, "metadata", "metadata.db"),
+    summary = run_summary.latest_run(os.path.join(output_dir, METADATA_FILE),
                                      pipeline_name)
     transformed = summary.output(names.TRANSFORM, names.TRANSFORMED_EXAMPLES).uri
     raw = summary.output(names.CSV_EXAMPLE_GEN, names.EXAMPLES).uri
