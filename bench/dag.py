@@ -270,8 +270,10 @@ def template_model_columns(work_dir: str) -> list[str]:
 
 
 # The line of the template's keras_model/model.py that compiles its optimizer: Adam at the
-# rate its constants.py sets, with no schedule.
+# rate its constants.py sets, with no schedule, which is this project's lr_decay 'none'
+# (`template_learning_rate` checks the line is there).
 _TEMPLATE_OPTIMIZER = "optimizer=tf.keras.optimizers.Adam(learning_rate=learning_rate)"
+TEMPLATE_LR_DECAY = "none"
 
 
 def template_learning_rate(work_dir: str) -> float:

@@ -206,6 +206,10 @@ def _model_inputs(result: dict) -> str:
     return "| model inputs (each DAG's own model and transforms) | " + " | ".join(cells) + " |"
 
 
+# What each of the Trainer's lr_decay settings does over the train steps, in the settings row.
+LR_DECAY_TEXT = {"cosine": "cosine decay to 0 at the last step", "none": "constant"}
+
+
 def _learning_rates(result: dict) -> list[str]:
     """The settings row of each DAG's Adam rate over its train steps; none for a bench from
     before the rates were recorded."""
@@ -213,9 +217,7 @@ def _learning_rates(result: dict) -> list[str]:
     if rates is None:
         return []
     cells = ["—" if who not in rates else
-             f"Adam {rates[who]['rate']:g}, " + ("cosine decay to 0 at the last step"
-                                                 if rates[who]["decay"] == "cosine"
-                                                 else "constant")
+             f"Adam {rates[who]['rate']:g}, {LR_DECAY_TEXT[rates[who]['decay']]}"
              for who in DAG_NAMES]
     return ["| learning rate | " + " | ".join(cells) + " |"]
 

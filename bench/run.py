@@ -20,7 +20,13 @@ import time
 
 from bench import dag, generate, paths, report, trainer_memory
 from pipeline import names
-from pipeline.pipeline_config import METADATA_FILE, REPO_ROOT, SERVING_DIR, local_beam_args
+from pipeline.pipeline_config import (
+    METADATA_FILE,
+    REPO_ROOT,
+    SERVING_DIR,
+    PipelineConfig,
+    local_beam_args,
+)
 from pipeline.runs import run_summary
 
 WORK_DIR = paths.WORK_DIR
@@ -74,10 +80,11 @@ def _template_dir(variant: str) -> str:
 
 
 def run_scale(times: float, base_steps: int, rounds: int, dags: tuple[str, ...],
-              prepared: set[str]) -> tuple[dict, str]:
+              prepared: set[str], config: PipelineConfig) -> tuple[dict, str]:
     """`rounds` rounds at one scale, each running every DAG in `dags` from scratch, the order
-    rotated each round so no DAG always runs first; then this project's Trainer replayed alone.
-    Returns the scale's record and this project's output dir (its last round's run)."""
+    rotated each round so no DAG always runs first; then this project's Trainer replayed alone
+    with `config` (what the runs trained with). Returns the scale's record and this project's
+    output dir (its last round's run)."""
     data_dir, rows = scale_data(times)
     steps = max(1, round(base_steps * times))
     output = os.path.join(WORK_DIR, f"ours_{times:g}x")
@@ -103,7 +110,7 @@ def run_scale(times: float, base_steps: int, rounds: int, dags: tuple[str, ...],
                                  "runs": {who: _run_record(run) for who, run in runs.items()}})
     record["trainer_memory"] = {}
     for cache in ("auto", "none"):
-        measured = trainer_memory.measure(output, dag.pipeline_name(), steps, cache)
+        measured = trainer_memory.measure(output, dag.pipeline_name(), config, steps, cache)
         record["trainer_memory"][cache] = measured
         _say(f"  Trainer alone, cache {cache}: peak RSS {measured['peak_rss_mb']:,.0f} MB "
              f"({measured['cache']})")
@@ -334,7 +341,8 @@ def main(argv: list[str]) -> int:
     outputs = []
     result["scale"] = []
     for times in scales:
-        record, output = run_scale(times, args.train_steps, rounds[times], dags, prepared)
+        record, output = run_scale(times, args.train_steps, rounds[times], dags, prepared,
+                                   config)
         result["scale"].append(record)
         outputs.append((times, output))
     from bench import quality
@@ -350,7 +358,8 @@ def main(argv: list[str]) -> int:
     result["learning_rate"] = {
         who: ({"rate": training.learning_rate, "decay": training.lr_decay}
               if who == dag.PROJECT else
-              {"rate": dag.template_learning_rate(_template_dir(who)), "decay": "none"})
+              {"rate": dag.template_learning_rate(_template_dir(who)),
+               "decay": dag.TEMPLATE_LR_DECAY})
         for who in dags}
     if not args.no_anchor:
         result["edit_rerun"] = edit_and_rerun(args.train_steps)

@@ -17,24 +17,23 @@ import sys
 import tempfile
 
 from pipeline import names
-from pipeline.env_settings import from_env
-from pipeline.pipeline_config import METADATA_FILE
+from pipeline.pipeline_config import METADATA_FILE, PipelineConfig
 from pipeline.runs import run_summary
 
 MARKER = "TRAINER MEMORY "
 CACHE_PREFIX = "Input cache: "
 
 
-def fn_args(output_dir: str, pipeline_name: str, train_steps: int, cache: str,
-            work_dir: str) -> dict:
-    """FnArgs fields replaying the Trainer of the latest run in `output_dir`."""
+def fn_args(output_dir: str, pipeline_name: str, config: PipelineConfig, train_steps: int,
+            cache: str, work_dir: str) -> dict:
+    """FnArgs fields replaying the Trainer of the latest run in `output_dir`, which ran with
+    `config`."""
     from trainer_module.executor import RAW_EVAL_FILES_KEY
 
     summary = run_summary.latest_run(os.path.join(output_dir, METADATA_FILE),
                                      pipeline_name)
     transformed = summary.output(names.TRANSFORM, names.TRANSFORMED_EXAMPLES).uri
     raw = summary.output(names.CSV_EXAMPLE_GEN, names.EXAMPLES).uri
-    config = from_env({}, train_steps=train_steps)
     return dict(
         train_files=[os.path.join(transformed, "Split-train", "*")],
         eval_files=[os.path.join(transformed, "Split-eval", "*")], train_steps=train_steps,
@@ -47,12 +46,13 @@ def fn_args(output_dir: str, pipeline_name: str, train_steps: int, cache: str,
                        RAW_EVAL_FILES_KEY: [os.path.join(raw, "Split-eval", "*")]})
 
 
-def measure(output_dir: str, pipeline_name: str, train_steps: int, cache: str) -> dict:
-    """{'peak_rss_mb', 'cache'} of the Trainer replayed with `cache`."""
+def measure(output_dir: str, pipeline_name: str, config: PipelineConfig, train_steps: int,
+            cache: str) -> dict:
+    """{'peak_rss_mb', 'cache'} of the Trainer replayed with `config`'s settings and `cache`."""
     with tempfile.TemporaryDirectory() as work:
         path = os.path.join(work, "fn_args.json")
         with open(path, "w", encoding="utf-8") as f:
-            json.dump(fn_args(output_dir, pipeline_name, train_steps, cache, work), f)
+            json.dump(fn_args(output_dir, pipeline_name, config, train_steps, cache, work), f)
         result = subprocess.run([sys.executable, "-m", "bench.trainer_memory", path],
                                 capture_output=True, text=True,
                                 env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))

@@ -537,6 +537,9 @@ def test_targets_and_tables_state_each_speed_target_with_its_numbers():
                                "template": {"rate": 0.001, "decay": "none"}}
     assert ("| learning rate | Adam 0.0005, cosine decay to 0 at the last step | — | "
             "Adam 0.001, constant |") in report.markdown(result)
+    # Every decay the Trainer takes, and the template's, has its words in that row.
+    from trainer_module.config import LR_DECAYS
+    assert set(report.LR_DECAY_TEXT) == set(LR_DECAYS) and dag.TEMPLATE_LR_DECAY in LR_DECAYS
 
 
 def test_scales_parse_in_order_and_a_bad_list_names_its_flag():
