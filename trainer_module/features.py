@@ -174,8 +174,10 @@ NUMERIC_BINS = 16
 
 def piecewise_linear(values: Any, boundaries: Any, low: Any, high: Any) -> Any:
     """[batch, len(boundaries) + 1] encoding of `values` [batch] over the bins that the
-    sorted inner `boundaries` cut [low, high] into. A bin of zero width (repeated quantiles of
-    a column with few values) is a step at its edge."""
+    sorted inner `boundaries` cut [low, high] into. A value at or past a bin's right edge has
+    passed all of it (exactly 1, however the division rounds on the CPU at hand), so a bin of
+    zero width (repeated quantiles of a column with few values) is a step at its edge, and a
+    bin is entered only once every bin below it is full."""
     import tensorflow as tf
 
     edges = tf.concat([tf.reshape(low, [1]), tf.cast(boundaries, tf.float32),
@@ -185,7 +187,7 @@ def piecewise_linear(values: Any, boundaries: Any, low: Any, high: Any) -> Any:
     x = tf.expand_dims(values, 1)
     inside = tf.clip_by_value((x - left) / tf.where(width > 0, width, tf.ones_like(width)),
                               0.0, 1.0)
-    return tf.where(width > 0, inside, tf.cast(x >= right, tf.float32))
+    return tf.where(x >= right, tf.ones_like(inside), inside)
 
 
 def _missing_name(column: str) -> str:
