@@ -24,6 +24,10 @@ def spec(transformed_data):
     return _feature_spec(transformed_data)
 
 
+def _timestamps(x, spec) -> np.ndarray:
+    return float_input(x, transformed_name("trip_start_timestamp"), spec).numpy()
+
+
 def test_every_tensor_has_a_fully_static_shape(task_data):
     label_dtype = tf.int32 if task_data.spec.task == "multiclass" else tf.float32
     for training in (True, False):
@@ -85,8 +89,7 @@ def test_blocks_cut_into_whole_batches_across_uneven_files(transformed_data, spe
 
 def test_training_reshuffles_examples_across_batches(transformed_data, spec):
     def column(x):
-        return float_input(x, transformed_name("trip_start_timestamp"),
-                           transformed_data.spec).numpy()
+        return _timestamps(x, transformed_data.spec)
 
     ordered = data.make_dataset(transformed_data.train_files, spec, 50, spec=transformed_data.spec,
                                 training=False)
@@ -99,6 +102,46 @@ def test_training_reshuffles_examples_across_batches(transformed_data, spec):
     # Every example keeps being served, and batches are not the same groups epoch after epoch.
     assert set().union(*batches) == all_values
     assert set(batches[:per_epoch]) != set(batches[per_epoch:2 * per_epoch])
+
+
+def test_a_seed_repeats_the_training_batches(transformed_data, spec):
+    """The same seed serves the same batches in the same order, however the parallel stages
+    were scheduled; another seed serves others."""
+    per_epoch = transformed_data.train_rows // 50
+
+    def run(seed: int) -> list[np.ndarray]:
+        ds = data.make_dataset(transformed_data.train_files, spec, 50, seed=seed,
+                               spec=transformed_data.spec, training=True)
+        return [_timestamps(x, transformed_data.spec) for x, _ in ds.take(3 * per_epoch)]
+
+    first, again, other = run(7), run(7), run(8)
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+    assert not all(np.array_equal(a, b) for a, b in zip(first, other, strict=True))
+
+
+def test_examples_move_between_the_steps_of_several_replicas(transformed_data, spec):
+    """With 8 replicas on one input pipeline a step takes 8 consecutive batches. Examples must
+    be re-mixed across steps, not only among one step's replicas: no group of examples may
+    share a step in every epoch (the cached batches would then keep their first-epoch
+    gradients)."""
+    replicas, batch = 8, 8
+    context = tf.distribute.InputContext(num_input_pipelines=1, input_pipeline_id=0,
+                                         num_replicas_in_sync=replicas)
+    ds = data.make_dataset(transformed_data.train_files, spec, batch, spec=transformed_data.spec,
+                           training=True, input_context=context)
+    steps_per_epoch = transformed_data.train_rows // (batch * replicas)
+    epochs = 4
+    batches = [_timestamps(x, transformed_data.spec)
+               for x, _ in ds.take(epochs * steps_per_epoch * replicas)]
+    steps = [set(np.concatenate(batches[i:i + replicas]))
+             for i in range(0, len(batches), replicas)]
+    together: dict[float, set] = {}
+    for epoch in range(epochs):
+        for step in steps[epoch * steps_per_epoch:(epoch + 1) * steps_per_epoch]:
+            for value in step:
+                together[value] = together.get(value, step) & step
+    assert max(len(group) for group in together.values()) < batch, sorted(
+        len(group) for group in together.values())[-5:]
 
 
 def test_variable_length_feature_is_refused():

@@ -7,6 +7,8 @@ times faster than tfx-bsl's per-example reader (`make bench` measures both); eve
 fully static shape, so a TPU compiles the step once.
 """
 
+import functools
+
 import numpy as np
 import tensorflow as tf
 
@@ -14,9 +16,10 @@ from trainer_module import tasks
 from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.model import model_inputs
 
-# Batches kept in the shuffle buffer, and batches whose examples are re-mixed each epoch.
+# Batches kept in the shuffle buffer, and global batches (train steps) whose examples are
+# re-mixed each epoch.
 SHUFFLE_BUFFER_BATCHES = 64
-MIX_WINDOW_BATCHES = 8
+MIX_WINDOW_STEPS = 8
 
 # The parts of the training split: the rows the model fits and the validation slice that
 # scores each epoch (early stopping). ALL: every row (the eval split, tools).
@@ -93,15 +96,18 @@ def _split_label(parsed: dict[str, tf.Tensor], spec: DatasetSpec) -> tuple:
     return model_inputs(parsed, spec), label
 
 
-def _mix_examples(*batch_parts: tf.Tensor | dict[str, tf.Tensor]) -> tuple:
+def _mix_examples(seed: int, window_index: tf.Tensor, batch_parts: tuple) -> tuple:
     """Permutes examples across a window of [W, B, ...] batches, keeping every shape static.
 
     Cached batches keep the composition of the first epoch; this re-mixes them every epoch at
-    the cost of one gather per window.
+    the cost of one gather per window. The permutation is a function of the seed and the
+    window's index in the run, never of which parallel call drew first, so a seed repeats the
+    run's batches.
     """
     label = batch_parts[1]
     window, batch = label.shape[0], label.shape[1]
-    perm = tf.random.shuffle(tf.range(window * batch))
+    perm = tf.random.experimental.stateless_shuffle(
+        tf.range(window * batch), seed=tf.stack([tf.constant(seed, tf.int64), window_index]))
 
     def mix(t: tf.Tensor) -> tf.Tensor:
         flat = tf.reshape(t, [window * batch] + t.shape[2:].as_list())
@@ -151,7 +157,10 @@ def make_dataset(
     """Batches of ({model input: [batch_size]}, label [batch_size, 1]) for one replica (and a
     weight [batch_size] per example when the spec drops rows without a label).
 
-    training=True: reshuffled every epoch. training=False: in file order. Both repeat endlessly,
+    training=True: reshuffled every epoch, in the order `seed` fixes (tf.data keeps its
+    parallel stages in order, so a seed repeats a run's batches; `make bench`'s input rows at
+    10× read as fast in order as out of order). training=False: in file order. Both repeat
+    endlessly,
     so a caller takes `count_batches(...)` steps for exactly one pass over the eval data.
     cache=True keeps the parsed batches in memory after the first pass; False re-reads the
     files every pass (a split larger than memory). part: FIT or VALIDATION reads only that part
@@ -173,12 +182,14 @@ def make_dataset(
         ds = ds.shuffle(SHUFFLE_BUFFER_BATCHES, seed=seed, reshuffle_each_iteration=True)
     ds = ds.repeat()
     if training:
-        ds = ds.batch(MIX_WINDOW_BATCHES, drop_remainder=True)
-        ds = ds.map(_plain_graph(_mix_examples), num_parallel_calls=tf.data.AUTOTUNE)
+        # A pipeline feeds each of its replicas a batch per step: a window of fewer batches
+        # than that would only permute the examples of one step.
+        replicas = (input_context.num_replicas_in_sync // input_context.num_input_pipelines
+                    if input_context else 1)
+        ds = ds.batch(MIX_WINDOW_STEPS * replicas, drop_remainder=True).enumerate()
+        ds = ds.map(_plain_graph(functools.partial(_mix_examples, seed)),
+                    num_parallel_calls=tf.data.AUTOTUNE)
         ds = ds.unbatch()
-    options = tf.data.Options()
-    options.experimental_deterministic = not training
-    ds = ds.with_options(options)
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
