@@ -104,6 +104,26 @@ def test_training_reshuffles_examples_across_batches(transformed_data, spec):
     assert set(batches[:per_epoch]) != set(batches[per_epoch:2 * per_epoch])
 
 
+def test_a_training_pass_serves_every_row(transformed_data, spec):
+    """1,000 rows in batches of 64: the 40 rows past the 15th batch fill a 16th with the
+    first 24 rows, so the pass's 16 batches hold every row (none is left out of the cache)."""
+    every_row, _ = next(iter(data.make_dataset(
+        transformed_data.train_files, spec, transformed_data.train_rows,
+        spec=transformed_data.spec, training=False)))
+    ds = data.make_dataset(transformed_data.train_files, spec, 64, spec=transformed_data.spec,
+                           training=True)
+    batches = -(-transformed_data.train_rows // 64)
+    assert batches % data.MIX_WINDOW_STEPS == 0  # the mix windows end with the pass
+    served = np.concatenate([_timestamps(x, transformed_data.spec)
+                             for x, _ in ds.take(batches)])
+    wanted = _timestamps(every_row, transformed_data.spec)
+    assert set(served) == set(wanted)
+    # Only the remainder's complement appears twice.
+    _, counts = np.unique(served, return_counts=True)
+    _, wanted_counts = np.unique(wanted, return_counts=True)
+    assert (counts - wanted_counts).sum() == batches * 64 - transformed_data.train_rows
+
+
 def test_a_seed_repeats_the_training_batches(transformed_data, spec):
     """The same seed serves the same batches in the same order, however the parallel stages
     were scheduled; another seed serves others."""

@@ -175,6 +175,14 @@ def make_dataset(
         return _split_label(tf.io.parse_example(records, feature_spec), spec)
 
     ds = ds.map(_plain_graph(parse), num_parallel_calls=tf.data.AUTOTUNE)
+    if training and batch_size > 1:
+        # The rows past the last full batch are completed with the pass's first rows: every
+        # row is trained on each pass (the remainder was otherwise never seen, up to a batch
+        # of rows), and at most batch_size - 1 rows twice. The cached batches stay whole, so
+        # later passes copy nothing to stitch them.
+        first_rows = read_blocks(file_patterns, batch_size, input_context).map(
+            _plain_graph(parse)).rebatch(batch_size - 1).take(1)
+        ds = ds.concatenate(first_rows)
     ds = ds.rebatch(batch_size, drop_remainder=True)
     if cache:
         ds = ds.cache()
