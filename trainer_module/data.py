@@ -159,9 +159,9 @@ def make_dataset(
 
     training=True: reshuffled every epoch, in the order `seed` fixes (tf.data keeps its
     parallel stages in order, so a seed repeats a run's batches; `make bench`'s input rows at
-    10× read as fast in order as out of order). training=False: in file order. Both repeat
-    endlessly,
-    so a caller takes `count_batches(...)` steps for exactly one pass over the eval data.
+    10× read as fast in order as out of order), and every row in each pass. training=False:
+    in file order, whole batches only. Both repeat endlessly, so a caller takes
+    `count_batches(...)` steps for exactly one pass over the eval data.
     cache=True keeps the parsed batches in memory after the first pass; False re-reads the
     files every pass (a split larger than memory). part: FIT or VALIDATION reads only that part
     of a training split (`in_part`), ALL every example.
@@ -176,10 +176,10 @@ def make_dataset(
 
     ds = ds.map(_plain_graph(parse), num_parallel_calls=tf.data.AUTOTUNE)
     if training and batch_size > 1:
-        # The rows past the last full batch are completed with the pass's first rows: every
-        # row is trained on each pass (the remainder was otherwise never seen, up to a batch
-        # of rows), and at most batch_size - 1 rows twice. The cached batches stay whole, so
-        # later passes copy nothing to stitch them.
+        # The rows past the last full batch are completed with the pass's first rows, not
+        # dropped (up to batch_size - 1 rows would never be trained on): each pass trains on
+        # every row, and on at most batch_size - 1 rows twice. The cached batches stay whole,
+        # so later passes copy nothing to stitch them.
         first_rows = read_blocks(file_patterns, batch_size, input_context).map(
             _plain_graph(parse)).rebatch(batch_size - 1).take(1)
         ds = ds.concatenate(first_rows)
