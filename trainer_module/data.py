@@ -158,8 +158,8 @@ def make_dataset(
     weight [batch_size] per example when the spec drops rows without a label).
 
     training=True: reshuffled every epoch, in the order `seed` fixes (tf.data keeps its
-    parallel stages in order, so a seed repeats a run's batches; `make bench`'s input rows at
-    10× read as fast in order as out of order), and every row in each pass. training=False:
+    parallel stages in order, so a seed repeats a run's batches; the bench's input rows at 10×
+    read as fast in order as out of order), and every row in each pass. training=False:
     in file order, whole batches only. Both repeat endlessly, so a caller takes
     `count_batches(...)` steps for exactly one pass over the eval data.
     cache=True keeps the parsed batches in memory after the first pass; False re-reads the
@@ -176,13 +176,11 @@ def make_dataset(
 
     ds = ds.map(_plain_graph(parse), num_parallel_calls=tf.data.AUTOTUNE)
     if training and batch_size > 1:
-        # The rows past the last full batch are completed with the pass's first rows, not
-        # dropped (up to batch_size - 1 rows would never be trained on): each pass trains on
-        # every row, and on at most batch_size - 1 rows twice. The cached batches stay whole,
-        # so later passes copy nothing to stitch them.
-        first_rows = read_blocks(file_patterns, batch_size, input_context).map(
-            _plain_graph(parse)).rebatch(batch_size - 1).take(1)
-        ds = ds.concatenate(first_rows)
+        # The rows past the last full batch are completed with the pass's first rows (read
+        # again, once per pass that is not served from the cache), not dropped: each pass
+        # trains on every row, and on at most batch_size - 1 rows twice. The cached batches
+        # stay whole, so later passes copy nothing to stitch them.
+        ds = ds.concatenate(ds.rebatch(batch_size - 1).take(1))
     ds = ds.rebatch(batch_size, drop_remainder=True)
     if cache:
         ds = ds.cache()
