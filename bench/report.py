@@ -77,8 +77,8 @@ STAGES = {"CsvExampleGen": "CsvExampleGen", "StatisticsGen": "StatisticsGen",
           "SchemaGen": "ImportSchemaGen", "ExampleValidator": "ExampleValidator",
           "Transform": "Transform", "Trainer": "Trainer", "Evaluator": "Evaluator",
           "Pusher": "Pusher"}
-# The Evaluator's eval accuracy on the taxi data by scale in the bench of 2026-11-24: no later
-# run may fall below it.
+# The Evaluator's eval accuracy on the taxi data by scale in the bench of 2026-11-24, as it was
+# reported, to three decimals: no later run may fall below it at that precision.
 ACCURACY_BEFORE = {1: 0.893, 10: 0.888, 100: 0.871}
 ROWS_PER_S_TARGET = 5000
 
@@ -159,7 +159,8 @@ def targets(result: dict) -> list[tuple[str, str, bool | None]]:
         before = ACCURACY_BEFORE.get(scale["times"])
         accuracy = value(scale, PROJECT, "eval_accuracy")
         if before is not None and accuracy is not None:
-            out.append((f"{label}: eval accuracy ≥ {before:.3f} (the bench of 2026-11-24)",
+            out.append((f"{label}: eval accuracy ≥ {before:.3f} at three decimals (the bench of "
+                        "2026-11-24)",
                         f"{accuracy:.4f}", round(accuracy, 3) >= before))
     if "input" in result:
         i = result["input"]

@@ -512,13 +512,18 @@ def test_targets_and_tables_state_each_speed_target_with_its_numbers():
         "6,000 rows/s", True)
     assert met["100× shipped data: peak memory of every component ≤ the TFX template's "
                "(defaults)"] == ("CsvExampleGen 1,600 vs 1,550 MB", False)
-    assert met["shipped data: eval accuracy ≥ 0.893 (the bench of 2026-11-24)"] == ("0.9000", True)
-    assert met["100× shipped data: eval accuracy ≥ 0.871 (the bench of 2026-11-24)"] == (
-        "0.8703", False)
+    assert met["shipped data: eval accuracy ≥ 0.893 at three decimals (the bench of "
+               "2026-11-24)"] == ("0.9000", True)
+    assert met["100× shipped data: eval accuracy ≥ 0.871 at three decimals (the bench of "
+               "2026-11-24)"] == ("0.8703", False)
     assert met["editing trainer_module/model.py re-runs the Trainer onward, not Transform"] == (
         "ran again: Trainer, Evaluator; 25.0 s wall vs 40.0 s for the full run", True)
     result["edit_rerun"]["rerun"]["states"]["Transform"] = "COMPLETE"
     assert [ok for name, _, ok in report.targets(result) if "re-runs" in name] == [False]
+    for r in large["rounds"]:  # 0.871 at the precision the target was reported with
+        r["runs"]["project"]["eval_accuracy"] = 0.8706
+    assert [(measured, ok) for name, measured, ok in report.targets(result)
+            if name.startswith("100× shipped data: eval accuracy")] == [("0.8706", True)]
 
     table = report.markdown(result)
     assert ("| shipped data | 100 | 10 | 3 | 10.0 / 16.0 / 20.0 | 0.75 (0.50–0.90) | "
