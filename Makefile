@@ -54,7 +54,7 @@ run: venv
 # their reasons, summary.json). MODEL_DIR scores with another exported model folder.
 predict: venv
 	@test -n "$(DATA_DIR)" || { echo "usage: make predict DATA_DIR=<dir of CSV files> [DATASET=<name>] [OUTPUT_DIR=<dir>]" >&2; exit 2; }
-	$(BIN)/python -m pipeline.predict --data-dir "$(DATA_DIR)" $(DATASET_ARGS) \
+	$(BIN)/python -m pipeline.tools.predict --data-dir "$(DATA_DIR)" $(DATASET_ARGS) \
 		$(if $(MODEL_DIR),--model-dir "$(MODEL_DIR)")
 
 # A first spec and schema for a folder of CSV files, written to schemas/NAME/ for review:
@@ -64,7 +64,7 @@ predict: venv
 # delimiter is detected and written to the spec.)
 dataset: venv
 	@test -n "$(NAME)" -a -n "$(DATA_DIR)" -a -n "$(LABEL)" -a -n "$(TASK)" || { echo "usage: make dataset NAME=<name> DATA_DIR=<dir of CSV files> LABEL=<column> TASK=<binary|multiclass|regression>" >&2; exit 2; }
-	$(BIN)/python -m pipeline.bootstrap --name "$(NAME)" --data-dir "$(DATA_DIR)" \
+	$(BIN)/python -m pipeline.tools.bootstrap --name "$(NAME)" --data-dir "$(DATA_DIR)" \
 		--label "$(LABEL)" --task "$(TASK)" $(if $(FORCE),--force) \
 		$(if $(MISSING_VALUES),--missing-values "$(MISSING_VALUES)")
 
@@ -109,11 +109,11 @@ test-e2e: venv image-venv browser
 # Does the Trainer's TPU step (bfloat16, XLA) compile and keep static shapes, and can this host's
 # input function feed it? Needs a `make run` first; on a TPU VM it runs on the TPU.
 tpu-check: venv
-	$(BIN)/python -m pipeline.tpu_check $(DATASET_ARGS)
+	$(BIN)/python -m pipeline.tools.tpu_check $(DATASET_ARGS)
 
 # A freshly inferred schema next to the curated one of DATASET, for review.
 schema: venv
-	$(BIN)/python -m pipeline.infer_schema $(if $(DATASET),--dataset "$(DATASET)") \
+	$(BIN)/python -m pipeline.tools.infer_schema $(if $(DATASET),--dataset "$(DATASET)") \
 		$(if $(DATA_DIR),--data-dir "$(DATA_DIR)")
 
 # Vertex AI Pipelines (TARGET=vertex, the default) or Kubeflow Pipelines 2 (TARGET=kfp):

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from bench import paths, report
+from bench import paths, tables
 from pipeline.pipeline_config import REPO_ROOT
 
 RUNNER = os.path.join(REPO_ROOT, "pipeline", "local_runner.py")
@@ -36,7 +36,7 @@ def _timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float
 
 
 def measure(with_tests: bool) -> dict:
-    figures: dict = {**report.stamp()}
+    figures: dict = {**tables.stamp()}
     with tempfile.TemporaryDirectory() as output:
         runner = [sys.executable, RUNNER, "--output-dir", output]
         seconds, out, code = _timed(runner)
@@ -101,8 +101,8 @@ def main(argv: list[str]) -> int:
         json.dump(figures, f, indent=2)
     text = markdown(figures)
     if args.update_docs:
-        report.replace_block(paths.BENCHMARKS_DOC, BLOCK_BEGIN, BLOCK_END, text)
-        report.replace_block(README, CONSOLE_BEGIN, CONSOLE_END,
+        tables.replace_block(paths.BENCHMARKS_DOC, BLOCK_BEGIN, BLOCK_END, text)
+        tables.replace_block(README, CONSOLE_BEGIN, CONSOLE_END,
                              f"```\n{figures['first_run']['console']}\n```")
     print(text)
     return 0

@@ -23,7 +23,7 @@ import numpy as np
 from pipeline import names
 from pipeline.pipeline_config import METADATA_FILE
 from pipeline.runs import eval_results, run_summary
-from trainer_module import tasks
+from trainer_module import keys, tasks
 from trainer_module.dataset_spec import DatasetSpec
 
 # Targets: within 0.01 of the baseline's AUC (binary) or accuracy (multiclass), RMSE at most
@@ -72,7 +72,8 @@ def baseline(examples_uri: str, spec: DatasetSpec, seed: int = 0) -> dict[str, f
     from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
     from sklearn.metrics import accuracy_score, mean_squared_error, roc_auc_score
 
-    train, evaluation = read_split(examples_uri, "train"), read_split(examples_uri, "eval")
+    train = read_split(examples_uri, keys.TRAIN_SPLIT)
+    evaluation = read_split(examples_uri, keys.EVAL_SPLIT)
     columns = sorted({f.column for f in spec.features if f.role != "ignore"})
     strings = [c for c in columns if any(isinstance(r.get(c), str) for r in train)]
     # Integer and string categories of the spec are categories for the trees too.
@@ -206,7 +207,7 @@ def messy_header(column: str) -> str:
 def run_suite(work_dir: str, only: tuple[str, ...] = ()) -> list[dict]:
     """The suite's datasets (or `only` these names): CSV, `make dataset`, the DAG, the
     baseline."""
-    from bench import dag
+    from bench import dag_runs
     from pipeline import datasets
 
     entries = [(e, False) for e in SUITE]
@@ -222,7 +223,7 @@ def run_suite(work_dir: str, only: tuple[str, ...] = ()) -> list[dict]:
         schemas = os.path.join(root, "schemas")
         label = messy_header(entry.label) if messy else entry.label
         print(f"[bench] {name}: make dataset → {schemas}", flush=True)
-        made = subprocess.run([sys.executable, "-m", "pipeline.bootstrap", "--name", name,
+        made = subprocess.run([sys.executable, "-m", "pipeline.tools.bootstrap", "--name", name,
                                "--data-dir", data_dir, "--label", label, "--task", entry.task,
                                "--schemas-dir", schemas, "--force"], capture_output=True,
                               text=True, env={**os.environ, "OUTPUT_DIR": root})
@@ -234,9 +235,9 @@ def run_suite(work_dir: str, only: tuple[str, ...] = ()) -> list[dict]:
         folder = os.path.join(schemas, name)
         output = os.path.join(root, "output")
         print(f"[bench] {name}: this project's DAG → {output}", flush=True)
-        dag.run_ours(data_dir, output, 0, None, folder)
+        dag_runs.run_ours(data_dir, output, 0, None, folder)
         spec, _ = datasets.load_spec(folder)
-        result = compare(os.path.join(output, METADATA_FILE), dag.pipeline_name(folder), spec)
+        result = compare(os.path.join(output, METADATA_FILE), dag_runs.pipeline_name(folder), spec)
         result["source"] = f"{entry.package}/{entry.item}"
         print(markdown([result]), flush=True)
         compared.append(result)
@@ -246,19 +247,19 @@ def run_suite(work_dir: str, only: tuple[str, ...] = ()) -> list[dict]:
 def run_shipped(work_dir: str, reuse: dict[str, str] | None = None) -> list[dict]:
     """Each shipped dataset's DAG with its spec's own steps (or a finished run's output dir
     from `reuse`), then the baseline on the same rows."""
-    from bench import dag
-    from pipeline.pipeline_config import PipelineConfig
+    from bench import dag_runs
+    from pipeline.pipeline_config import configure
 
     compared = []
     for dataset in SHIPPED_DATASETS:
-        config = PipelineConfig(dataset=dataset)
+        config = configure(dataset=dataset)
         output = (reuse or {}).get(dataset)
         if output is None:
             output = os.path.join(work_dir, f"quality_{dataset}")
             print(f"[bench] {dataset}: this project's DAG → {output}", flush=True)
-            dag.run_ours(config.data_dir, output, 0, None, dataset)
+            dag_runs.run_ours(config.data_dir, output, 0, None, dataset)
         metadata = os.path.join(output, METADATA_FILE)
-        result = compare(metadata, config.pipeline_name, config.dataset_spec())
+        result = compare(metadata, config.pipeline_name, config.spec)
         result["source"] = "shipped"
         compared.append(result)
     return compared
@@ -300,7 +301,7 @@ def publish(compared: list[dict], results_dir: str, doc: str | None,
             name: str = "quality") -> None:
     import json
 
-    from bench import report
+    from bench import tables
 
     os.makedirs(results_dir, exist_ok=True)
     with open(os.path.join(results_dir, f"{name}.json"), "w", encoding="utf-8") as f:
@@ -309,7 +310,7 @@ def publish(compared: list[dict], results_dir: str, doc: str | None,
     with open(os.path.join(results_dir, f"{name}.md"), "w", encoding="utf-8") as f:
         f.write(table + "\n")
     if doc:
-        report.replace_block(doc, BLOCK_BEGIN, BLOCK_END, table)
+        tables.replace_block(doc, BLOCK_BEGIN, BLOCK_END, table)
 
 
 def main(argv: list[str]) -> int:

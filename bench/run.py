@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 
-from bench import dag, generate, paths, report, trainer_memory
+from bench import dag_runs, generate, paths, tables, trainer_memory
 from pipeline import names
 from pipeline.pipeline_config import (
     METADATA_FILE,
@@ -53,7 +53,7 @@ def shipped_csv_dir() -> str:
 
 
 # The DAGs each round runs, in their first round's order (later rounds rotate it).
-DAGS = tuple(report.DAG_NAMES)
+DAGS = tuple(tables.DAG_NAMES)
 # Rounds of every DAG at a scale: fewer where one round takes most of an hour.
 LARGE_SCALE, ROUNDS, ROUNDS_LARGE = 100, 3, 2
 
@@ -71,7 +71,7 @@ def scale_data(times: float) -> tuple[str, int]:
     return data_dir, generate.generate(times, data_dir)
 
 
-def _run_record(run: dag.DagRun) -> dict:
+def _run_record(run: dag_runs.DagRun) -> dict:
     return {**dataclasses.asdict(run), "component_seconds": run.component_seconds}
 
 
@@ -97,10 +97,10 @@ def run_scale(times: float, base_steps: int, rounds: int, dags: tuple[str, ...],
         order = dags[first:] + dags[:first]
         runs = {}
         for who in order:
-            if who == dag.PROJECT:
-                runs[who] = dag.run_ours(data_dir, output, rows, steps)
+            if who == dag_runs.PROJECT:
+                runs[who] = dag_runs.run_ours(data_dir, output, rows, steps)
             else:
-                runs[who] = dag.run_template(_template_dir(who), data_dir, rows, steps, who,
+                runs[who] = dag_runs.run_template(_template_dir(who), data_dir, rows, steps, who,
                                              prepare=who not in prepared)
                 prepared.add(who)
         _say(f"  round {index + 1}: " + "; ".join(
@@ -110,7 +110,7 @@ def run_scale(times: float, base_steps: int, rounds: int, dags: tuple[str, ...],
                                  "runs": {who: _run_record(run) for who, run in runs.items()}})
     record["trainer_memory"] = {}
     for cache in ("auto", "none"):
-        measured = trainer_memory.measure(output, dag.pipeline_name(), config, steps, cache)
+        measured = trainer_memory.measure(output, dag_runs.pipeline_name(), config, steps, cache)
         record["trainer_memory"][cache] = measured
         _say(f"  Trainer alone, cache {cache}: peak RSS {measured['peak_rss_mb']:,.0f} MB "
              f"({measured['cache']})")
@@ -135,11 +135,11 @@ def edit_and_rerun(base_steps: int) -> dict:
     output = os.path.join(WORK_DIR, "edit_run")
     data_dir, rows = shipped_csv_dir(), len(generate.source_rows()[1])
     _say(f"edit and rerun: a full run of a copy of this checkout ({repo})")
-    full = dag.run_ours(data_dir, output, rows, base_steps, repo=repo)
+    full = dag_runs.run_ours(data_dir, output, rows, base_steps, repo=repo)
     with open(os.path.join(repo, EDITED_MODULE), "a") as f:
         f.write("\n# an edit: the model code changed\n")
     _say(f"  {full.wall_seconds:.1f} s; edited {EDITED_MODULE}, running again")
-    rerun = dag.run_ours(data_dir, output, rows, base_steps, fresh=False, repo=repo)
+    rerun = dag_runs.run_ours(data_dir, output, rows, base_steps, fresh=False, repo=repo)
     ran = [n for n, state in rerun.states.items() if state == "COMPLETE"]
     _say(f"  rerun {rerun.wall_seconds:.1f} s wall; ran again: {', '.join(ran)}")
     return {"edited": EDITED_MODULE, "full": {"wall_seconds": full.wall_seconds,
@@ -152,7 +152,7 @@ def measure_predict(runs: list[tuple[float, str]]) -> dict | None:
     """`make predict` on the largest scale's data, with the model the largest run that pushed
     one left in its serving dir (in a fresh process, as a user runs it)."""
     def has_pushed(output: str) -> bool:
-        serving = os.path.join(output, SERVING_DIR, dag.pipeline_name())
+        serving = os.path.join(output, SERVING_DIR, dag_runs.pipeline_name())
         return os.path.isdir(serving) and bool(os.listdir(serving))
 
     pushed = [(times, output) for times, output in runs if has_pushed(output)]
@@ -166,7 +166,7 @@ def measure_predict(runs: list[tuple[float, str]]) -> dict | None:
     _say(f"batch predictions: make predict on {data_dir} with the model of the "
          f"{_scale_label(times)} run")
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pipeline.predict", "--data-dir", data_dir,
+    done = subprocess.run([sys.executable, "-m", "pipeline.tools.predict", "--data-dir", data_dir,
                            "--output-dir", output], capture_output=True, text=True)
     wall = time.monotonic() - started
     if done.returncode not in (0, 1):
@@ -184,7 +184,7 @@ def measure_predict(runs: list[tuple[float, str]]) -> dict | None:
 def transform_outputs(output_dir: str) -> tuple[str, list[str]]:
     """Transform's graph dir and the transformed train-split files of a finished run."""
     summary = run_summary.latest_run(os.path.join(output_dir, METADATA_FILE),
-                                     dag.pipeline_name())
+                                     dag_runs.pipeline_name())
     graph = summary.output(names.TRANSFORM, names.TRANSFORM_GRAPH)
     examples = summary.output(names.TRANSFORM, names.TRANSFORMED_EXAMPLES)
     files = sorted(glob.glob(os.path.join(examples.uri, "Split-train", "*")))
@@ -250,7 +250,7 @@ def measure(graph_dir: str, files: list[str], config, spec, repetitions: int,
 
 
 def update_doc(markdown: str, doc: str = paths.BENCHMARKS_DOC) -> None:
-    report.replace_block(doc, BLOCK_BEGIN, BLOCK_END, markdown)
+    tables.replace_block(doc, BLOCK_BEGIN, BLOCK_END, markdown)
 
 
 def parse_scales(flag: str, text: str) -> list[float]:
@@ -329,14 +329,16 @@ def main(argv: list[str]) -> int:
                      "or pass --no-anchor")
 
     from pipeline.env_settings import from_env
+    from pipeline.pipeline_config import configure
     from trainer_module import host_threads
 
-    config = from_env(dataset=dag.DATASET)  # what this bench's runs of the DAG train with
+    # What this bench's runs of the DAG train with.
+    config = configure(from_env(), dataset=dag_runs.DATASET)
     # The throughput measured in this process runs with the Trainer's threads.
     host_threads.apply(config.trainer)
-    result = report.stamp()
+    result = tables.stamp()
     started = time.monotonic()
-    dags = (dag.PROJECT,) if args.no_anchor else DAGS
+    dags = (dag_runs.PROJECT,) if args.no_anchor else DAGS
     prepared: set[str] = set()
     outputs = []
     result["scale"] = []
@@ -347,26 +349,26 @@ def main(argv: list[str]) -> int:
         outputs.append((times, output))
     from bench import quality
 
-    spec = config.dataset_spec()
+    spec = config.spec
     # The raw columns each DAG's model reads: what its Transform and Trainer work on.
     result["model_columns"] = {
-        who: (list(dict.fromkeys(f.column for f in spec.features)) if who == dag.PROJECT
-              else dag.template_model_columns(_template_dir(who)))
+        who: (list(dict.fromkeys(f.column for f in spec.features)) if who == dag_runs.PROJECT
+              else dag_runs.template_model_columns(_template_dir(who)))
         for who in dags}
     # Each DAG's Adam rate and what it does over the train steps.
     training = config.trainer.training
     result["learning_rate"] = {
         who: ({"rate": training.learning_rate, "decay": training.lr_decay}
-              if who == dag.PROJECT else
-              {"rate": dag.template_learning_rate(_template_dir(who)),
-               "decay": dag.TEMPLATE_LR_DECAY})
+              if who == dag_runs.PROJECT else
+              {"rate": dag_runs.template_learning_rate(_template_dir(who)),
+               "decay": dag_runs.TEMPLATE_LR_DECAY})
         for who in dags}
     if not args.no_anchor:
         result["edit_rerun"] = edit_and_rerun(args.train_steps)
 
     _say("model quality: HistGradientBoosting on each shipped dataset's own rows")
     shipped = [o for t, o in outputs if t == 1 and args.train_steps == BASE_TRAIN_STEPS]
-    reuse = {dag.DATASET: shipped[0]} if shipped else {}
+    reuse = {dag_runs.DATASET: shipped[0]} if shipped else {}
     # The docs' quality table is the whole suite's (make bench-quality); this one is beside
     # the speed figures, on the same runs.
     quality.publish(quality.run_shipped(WORK_DIR, reuse=reuse), args.results_dir, None,
@@ -382,10 +384,10 @@ def main(argv: list[str]) -> int:
 
 
 def _publish(result: dict, results_dir: str, update_doc_page: bool) -> int:
-    for path in report.write(result, results_dir):
+    for path in tables.write(result, results_dir):
         _say(f"wrote {path}")
     if update_doc_page:
-        update_doc(report.markdown(result))
+        update_doc(tables.markdown(result))
         _say(f"updated the table in {paths.BENCHMARKS_DOC}")
     return 0
 

@@ -42,7 +42,7 @@ def fn_args(output_dir: str, pipeline_name: str, config: PipelineConfig, train_s
         serving_model_dir=os.path.join(work_dir, "serving"),
         model_run_dir=os.path.join(work_dir, "run"),
         custom_config={**config.trainer.replace(cache=cache).to_custom_config(),
-                       **config.dataset_spec().to_custom_config(),
+                       **config.spec.to_custom_config(),
                        RAW_EVAL_FILES_KEY: [os.path.join(raw, "Split-eval", "*")]})
 
 

@@ -25,10 +25,8 @@ import os
 import re
 from collections.abc import Iterable
 
-from pipeline import names
+from pipeline import REPO_ROOT, names
 
-# The project's root (not pipeline.datasets.REPO_ROOT: that module needs Python 3.11's tomllib).
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROJECT_PACKAGES = ("pipeline", "trainer_module")
 HASH_LENGTH = 16
 # A project module named inside a string (a function path, a TFMA metric's module).

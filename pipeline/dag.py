@@ -26,7 +26,7 @@ from pipeline.components.pusher import StagedPusher
 from pipeline.components.served_model import served_model
 from pipeline.components.trainer import Trainer
 from pipeline.pipeline_config import REPO_ROOT, ConfigError, PipelineConfig, is_remote
-from trainer_module import tf_names
+from trainer_module import keys, tf_names
 from trainer_module.config import TUNER_TRIALS_KEY
 from trainer_module.dataset_spec import DatasetSpec, Threshold
 
@@ -76,12 +76,12 @@ def eval_config(spec: DatasetSpec) -> tfma.EvalConfig:
     return tfma.EvalConfig(
         model_specs=[
             tfma.ModelSpec(
-                signature_name="serving_default",
+                signature_name=keys.SERVING_SIGNATURE,
                 label_key=spec.label_key,
                 prediction_key=task.prediction_key,
                 example_weight_key=(spec.label_weight_key if spec.missing_labels == "drop"
                                     else ""),
-                preprocessing_function_names=["transform_features"],
+                preprocessing_function_names=[keys.TRANSFORM_SIGNATURE],
             )
         ],
         slicing_specs=[tfma.SlicingSpec()]
@@ -170,10 +170,10 @@ def _batch_predict(uri: str, spec: DatasetSpec, trainer: Any, evaluator: Any) ->
         model=trainer.outputs[names.MODEL],
         model_blessing=evaluator.outputs[names.BLESSING],
         data_spec=bulk_inferrer_pb2.DataSpec(example_splits=[names.PREDICT_SPLIT]),
-        model_spec=bulk_inferrer_pb2.ModelSpec(model_signature_name=["serving_default"]),
+        model_spec=bulk_inferrer_pb2.ModelSpec(model_signature_name=[keys.SERVING_SIGNATURE]),
         output_example_spec=bulk_inferrer_pb2.OutputExampleSpec(output_columns_spec=[
             bulk_inferrer_pb2.OutputColumnsSpec(
-                signature_name="serving_default",
+                signature_name=keys.SERVING_SIGNATURE,
                 predict_output=bulk_inferrer_pb2.PredictOutput(output_columns=columns))]),
     ).with_id(names.BULK_INFERRER)
     return [rows, inferrer]
@@ -194,7 +194,7 @@ def create_pipeline(config: PipelineConfig,
     BigQueryExampleGen reads the examples instead of CsvExampleGen.
 
     Args:
-      config: the validated settings of this run.
+      config: this run's settings, validated (`PipelineConfig.validate`).
       kubeflow: None for a local run; else what changes in containers.
 
     Returns:
@@ -203,8 +203,7 @@ def create_pipeline(config: PipelineConfig,
     Raises:
       ConfigError: a setting, the dataset spec or the data is not as expected.
     """
-    config.validate()
-    spec = config.dataset_spec()
+    spec = config.spec
     schema_file = config.schema_path
     if kubeflow is not None:
         relative = os.path.relpath(config.schema_path, REPO_ROOT)

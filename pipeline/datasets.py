@@ -12,16 +12,19 @@ import re
 from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2
 
+from pipeline import REPO_ROOT
 from pipeline.errors import ConfigError
 from trainer_module import dataset_spec
 from trainer_module.dataset_spec import DatasetSpec, SpecError
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMAS_DIR = os.path.join(REPO_ROOT, "schemas")
 DATA_ROOT = os.path.join(REPO_ROOT, "data")
 SPEC_FILE = "spec.toml"
 SCHEMA_FILE = "schema.pbtxt"
 DEFAULT_DATASET = "taxi"
+# Every pipeline is named after its dataset: Kubeflow Pipelines and Vertex AI key runs and
+# caches by it, and the serving dir has a folder per pipeline.
+PIPELINE_NAME_SUFFIX = "-tpu"
 # A dataset's name becomes part of its pipeline's name, which Kubeflow and Vertex restrict.
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,60}$")
 
@@ -110,3 +113,8 @@ def load_spec(dataset: str) -> tuple[DatasetSpec, schema_pb2.Schema]:
     except SpecError as e:
         raise ConfigError(str(e)) from e
     return spec, schema
+
+
+def pipeline_name(dataset: str) -> str:
+    """The pipeline name a run on `dataset` gets unless a setting names one: '<name>-tpu'."""
+    return dataset_name(dataset) + PIPELINE_NAME_SUFFIX

@@ -22,7 +22,7 @@ import sys
 
 from pipeline import console
 from pipeline.env_settings import from_env
-from pipeline.pipeline_config import ConfigError, PipelineConfig
+from pipeline.pipeline_config import ConfigError, PipelineConfig, configure
 from pipeline.runs import run_lock, run_summary, store_check
 
 # TensorFlow and TFX take ~15 s to import: they load only after the settings and the output
@@ -42,7 +42,7 @@ def parse_config(argv: list[str]) -> PipelineConfig:
                                    ("output_dir", args.output_dir),
                                    ("pipeline_name", args.pipeline_name),
                                    ("train_steps", args.train_steps)) if v is not None}
-    return from_env(**overrides)
+    return configure(from_env(), **overrides)
 
 
 def check_local_batch(config: PipelineConfig) -> None:

@@ -1,21 +1,30 @@
-"""The pipeline's one config object, validated before any component runs.
+"""The pipeline's one config object, built once and validated once before any component runs.
 
-Runners build a `PipelineConfig` (from defaults, environment variables or flags: see
-pipeline/env_settings.py) and pass it to `create_pipeline`. `validate()` checks every path and
-number, the dataset spec against its schema, and the data against both, and names the setting,
-the bad value and the expected form, so a typo fails in a second instead of minutes into a run.
+Settings flow one way: environment variables and flags become typed `Settings`
+(pipeline/env_settings.py); `configure` reads the dataset spec and its schema once and merges
+the spec's defaults under those settings into a `PipelineConfig`; `validate()` checks every
+path and number, and the data against the spec and schema it holds, naming the setting, the bad
+value and the expected form, so a typo fails in a second instead of minutes into a run.
+Building a `PipelineConfig` itself reads nothing.
 """
 
 import dataclasses
-import functools
 import os
 import re
+from collections.abc import Mapping
 
-from pipeline import csv_check, datasets
-from pipeline.datasets import DEFAULT_DATASET, REPO_ROOT
+from tensorflow_metadata.proto.v0 import schema_pb2
+
+from pipeline import REPO_ROOT, csv_check, datasets
+from pipeline.datasets import DEFAULT_DATASET
 from pipeline.errors import ConfigError
-from trainer_module.config import TrainerConfig
-from trainer_module.dataset_spec import DatasetSpec, Threshold, label_values_allowed
+from trainer_module.config import TrainerConfig, TrainerConfigError
+from trainer_module.dataset_spec import (
+    TRAINING_CONFIG_KEYS,
+    DatasetSpec,
+    Threshold,
+    label_values_allowed,
+)
 from trainer_module.missing import folded
 
 DEFAULT_OUTPUT_DIR = os.path.join(REPO_ROOT, "output")
@@ -24,7 +33,6 @@ DEFAULT_DATA_DIR = datasets.shipped_data_dir(DEFAULT_DATASET)
 
 # Kubeflow Pipelines / Vertex AI accept only these names.
 PIPELINE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,127}$")
-PIPELINE_NAME_SUFFIX = "-tpu"
 # Under the output dir: artifacts, the ML Metadata store, pushed models.
 PIPELINE_ROOT_DIR = "pipeline_root"
 METADATA_FILE = os.path.join("metadata", "metadata.db")
@@ -56,26 +64,44 @@ def local_beam_args(data_dir: str, cores: int | None = None) -> tuple[str, ...]:
     return (*mode, "--pickle_library=cloudpickle", f"--requirements_file={LOCK_FILE}")
 
 
-__all__ = ["REPO_ROOT", "ConfigError", "PipelineConfig", "is_remote"]  # what runners import
+__all__ = ["REPO_ROOT", "ConfigError", "PipelineConfig", "Settings", "configure",
+           "is_remote"]  # what runners import
 
 
 @dataclasses.dataclass(frozen=True)
+class Settings:
+    """Typed settings, before the dataset spec's defaults apply (pipeline/env_settings.py
+    reads them from the environment; the cloud config builds them from its own fields).
+
+    pipeline: PipelineConfig fields by name (dataset, data_dir, train_steps, ...).
+    trainer: TrainerConfig settings by name (epochs, learning_rate, strategy, ...).
+    """
+
+    pipeline: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    trainer: Mapping[str, object] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class PipelineConfig:
-    """Everything that varies between runs of the DAG.
+    """Everything that varies between runs of the DAG; `configure` builds it.
 
     dataset: a name under schemas/ (its spec.toml and schema.pbtxt) or such a folder.
-    pipeline_name: '' → '<dataset>-tpu'. data_dir: '' → data/<dataset> (the shipped data).
+    spec / schema: that dataset's spec (with this config's threshold overrides applied) and
+      schema, read once by `configure`.
+    pipeline_name: by default '<dataset>-tpu'. data_dir: by default data/<dataset>.
     min_eval_accuracy / max_accuracy_regression: when set, they replace the spec's accuracy
-      threshold and its allowed drop (classification tasks only).
+      threshold and its allowed drop (classification tasks only); `spec` holds the result.
     bigquery_query: when set (cloud runs only), BigQueryExampleGen reads the examples with this
       query instead of CsvExampleGen reading data_dir.
     Outputs all go under `output_dir`: the pipeline root (artifacts), the SQLite MLMD store and
     the serving dir the Pusher writes blessed models to.
     """
 
-    dataset: str = DEFAULT_DATASET
-    pipeline_name: str = ""
-    data_dir: str = ""
+    dataset: str
+    spec: DatasetSpec
+    schema: schema_pb2.Schema = dataclasses.field(compare=False, repr=False)
+    pipeline_name: str
+    data_dir: str
     bigquery_query: str = ""
     output_dir: str = DEFAULT_OUTPUT_DIR
     train_steps: int | None = None  # None: a budget of trainer.training.epochs passes
@@ -85,20 +111,8 @@ class PipelineConfig:
     enable_cache: bool = True
     tune: bool = False  # a Tuner step searches the network and learning rate first
     tune_trials: int = 10
-    beam_pipeline_args: tuple[str, ...] = ()  # empty: local_beam_args(data_dir)
+    beam_pipeline_args: tuple[str, ...] = ()
     trainer: TrainerConfig = dataclasses.field(default_factory=TrainerConfig)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.dataset, str) or not self.dataset:
-            raise ConfigError(f"dataset={self.dataset!r}: expected a dataset name under "
-                              "schemas/ (e.g. 'taxi') or a folder with spec.toml and schema.pbtxt")
-        if not self.pipeline_name:
-            object.__setattr__(self, "pipeline_name",
-                               datasets.dataset_name(self.dataset) + PIPELINE_NAME_SUFFIX)
-        if not self.data_dir:
-            object.__setattr__(self, "data_dir", datasets.shipped_data_dir(self.dataset))
-        if not self.beam_pipeline_args:
-            object.__setattr__(self, "beam_pipeline_args", local_beam_args(self.data_dir))
 
     @property
     def dataset_dir(self) -> str:
@@ -111,26 +125,6 @@ class PipelineConfig:
     @property
     def spec_path(self) -> str:
         return os.path.join(self.dataset_dir, datasets.SPEC_FILE)
-
-    def dataset_spec(self) -> DatasetSpec:
-        """The dataset's spec, checked against its schema, with this config's threshold
-        overrides applied. Raises ConfigError naming the file, key and value."""
-        spec = _load_spec(self.dataset, *_spec_stamp(self.spec_path, self.schema_path))
-        if self.min_eval_accuracy is None and self.max_accuracy_regression is None:
-            return spec
-        if "accuracy" not in spec.task_info.metrics:
-            raise ConfigError(
-                f"MIN_EVAL_ACCURACY / MAX_ACCURACY_REGRESSION: the {spec.task} task of dataset "
-                f"{spec.name!r} has no accuracy; set its thresholds under "
-                f"[evaluation.thresholds] in {self.spec_path}")
-        current = next((t for t in spec.thresholds if t.metric == "accuracy"), None)
-        bound = self.min_eval_accuracy if self.min_eval_accuracy is not None else (
-            current.bound if current else 0.0)
-        change = self.max_accuracy_regression if self.max_accuracy_regression is not None else (
-            current.allowed_change if current else None)
-        others = tuple(t for t in spec.thresholds if t.metric != "accuracy")
-        return dataclasses.replace(spec, thresholds=(Threshold("accuracy", bound, change),)
-                                   + others)
 
     @property
     def pipeline_root(self) -> str:
@@ -147,7 +141,14 @@ class PipelineConfig:
         return os.path.join(self.output_dir, SERVING_DIR, self.pipeline_name)
 
     def validate(self) -> "PipelineConfig":
-        """Raises ConfigError for the first bad setting; returns self when all are good."""
+        """Checks every setting, then the data against the spec and schema this config holds.
+
+        Returns:
+          self, when every check passes.
+
+        Raises:
+          ConfigError: for the first bad setting, naming it, its value and the expected form.
+        """
         if not isinstance(self.pipeline_name, str) or not PIPELINE_NAME_RE.match(
             self.pipeline_name
         ):
@@ -163,11 +164,6 @@ class PipelineConfig:
         _positive_int("tune_trials", self.tune_trials)
         if not isinstance(self.tune, bool):
             raise ConfigError(f"tune={self.tune!r}: expected true or false")
-        for name in ("min_eval_accuracy", "max_accuracy_regression"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
-                                      or not 0 <= value <= 1):
-                raise ConfigError(f"{name}={value!r}: expected a number between 0 and 1")
         if not isinstance(self.trainer, TrainerConfig):
             raise ConfigError(f"trainer={self.trainer!r}: expected a TrainerConfig")
         profile = self.trainer.runtime.profile_steps
@@ -175,8 +171,6 @@ class PipelineConfig:
             raise ConfigError(f"profile_steps={profile!r} (PROFILE_STEPS): the run has only "
                               f"train_steps={self.train_steps}; profile steps within "
                               f"1..{self.train_steps}")
-        spec = self.dataset_spec()
-        schema = datasets.load_schema(self.schema_path)
         if self.bigquery_query:
             pass  # BigQuery checks the query where it runs; the gate checks what it returns
         elif is_remote(self.data_dir):
@@ -185,10 +179,95 @@ class PipelineConfig:
                 raise ConfigError(f"data_dir={self.data_dir!r}: expected a local folder or a "
                                   "gs:// folder of CSV files")
         else:
-            csv_check.check_data_dir(self.data_dir, [f.name for f in schema.feature],
-                                     self.schema_path, label_check(spec, schema),
-                                     spec.delimiter, folded(spec.missing_values))
+            csv_check.check_data_dir(self.data_dir, [f.name for f in self.schema.feature],
+                                     self.schema_path, label_check(self.spec, self.schema),
+                                     self.spec.delimiter, folded(self.spec.missing_values))
         return self
+
+
+def configure(settings: Settings | None = None, *, trainer: TrainerConfig | None = None,
+              **fields: object) -> PipelineConfig:
+    """The one merge of defaults, the dataset spec and the settings, in that order of rank.
+
+    The spec's [training] and [model] sections are the Trainer's defaults (a spec written for
+    300 rows sizes its own batch, budget and network); `settings` and then `fields` win over
+    them. The spec and schema are read here, once, and the config holds both.
+
+    Args:
+      settings: typed settings (e.g. `env_settings.from_env()`); None: none.
+      trainer: a whole TrainerConfig to use as it is, instead of merging one.
+      **fields: PipelineConfig fields, over the settings' (runner flags, cloud values).
+
+    Returns:
+      The PipelineConfig, not yet validated: `validate()` checks it and the data.
+
+    Raises:
+      ConfigError: naming the setting or the spec's file and key, the value and the form.
+    """
+    settings = settings or Settings()
+    values = {**settings.pipeline, **fields}
+    dataset = values.setdefault("dataset", DEFAULT_DATASET)
+    if not isinstance(dataset, str) or not dataset:
+        raise ConfigError(f"dataset={dataset!r}: expected a dataset name under schemas/ (e.g. "
+                          "'taxi') or a folder with spec.toml and schema.pbtxt")
+    spec, schema = datasets.load_spec(dataset)
+    values["pipeline_name"] = values.get("pipeline_name") or datasets.pipeline_name(dataset)
+    values["data_dir"] = values.get("data_dir") or datasets.shipped_data_dir(dataset)
+    if not values.get("beam_pipeline_args"):
+        values["beam_pipeline_args"] = local_beam_args(str(values["data_dir"]))
+    try:
+        values["trainer"] = trainer or TrainerConfig.create(
+            **_trainer_settings(spec, values, settings.trainer))
+        # The spec's budget in steps, unless a setting gives one in steps or in epochs.
+        if spec.train_steps and "epochs" not in settings.trainer:
+            values.setdefault("train_steps", spec.train_steps)
+    except TrainerConfigError as e:
+        raise ConfigError(f"trainer setting {e}") from e
+    spec = _with_accuracy_overrides(spec, values)
+    return PipelineConfig(spec=spec, schema=schema, **values)
+
+
+def _trainer_settings(spec: DatasetSpec, values: Mapping[str, object],
+                      given: Mapping[str, object]) -> dict[str, object]:
+    """The Trainer's settings: the spec's [training] and [model] under the given ones."""
+    trainer = dict(given)
+    if "train_steps" in values and "epochs" in trainer:
+        raise ConfigError(f"TRAIN_STEPS={values['train_steps']} and EPOCHS={trainer['epochs']}: "
+                          "set one training budget, in steps or in passes over the data")
+    if spec.epochs:
+        trainer.setdefault("epochs", spec.epochs)
+    for setting in TRAINING_CONFIG_KEYS:
+        if getattr(spec, setting) is not None:
+            trainer.setdefault(setting, getattr(spec, setting))
+    if spec.per_replica_batch_size:
+        # The spec's batch is the one its learning rate was tuned at (one replica).
+        trainer.setdefault("per_replica_batch_size", spec.per_replica_batch_size)
+        trainer.setdefault("reference_batch_size", spec.per_replica_batch_size)
+    for setting, value in spec.model:
+        trainer.setdefault(setting, value)
+    return trainer
+
+
+def _with_accuracy_overrides(spec: DatasetSpec, values: Mapping[str, object]) -> DatasetSpec:
+    """The spec with MIN_EVAL_ACCURACY / MAX_ACCURACY_REGRESSION in its accuracy threshold."""
+    minimum, change = values.get("min_eval_accuracy"), values.get("max_accuracy_regression")
+    if minimum is None and change is None:
+        return spec
+    for name, value in (("min_eval_accuracy", minimum), ("max_accuracy_regression", change)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not 0 <= value <= 1):
+            raise ConfigError(f"{name}={value!r}: expected a number between 0 and 1")
+    if "accuracy" not in spec.task_info.metrics:
+        raise ConfigError(
+            f"MIN_EVAL_ACCURACY / MAX_ACCURACY_REGRESSION: the {spec.task} task of dataset "
+            f"{spec.name!r} has no accuracy; set its thresholds under "
+            f"[evaluation.thresholds] in its spec.toml")
+    current = next((t for t in spec.thresholds if t.metric == "accuracy"), None)
+    bound = minimum if minimum is not None else (current.bound if current else 0.0)
+    allowed = change if change is not None else (current.allowed_change if current else None)
+    others = tuple(t for t in spec.thresholds if t.metric != "accuracy")
+    return dataclasses.replace(spec, thresholds=(Threshold("accuracy", bound, allowed),)
+                               + others)
 
 
 def label_check(spec: DatasetSpec, schema) -> csv_check.LabelCheck:
@@ -201,23 +280,6 @@ def label_check(spec: DatasetSpec, schema) -> csv_check.LabelCheck:
         column=column, allowed=label_values_allowed(spec),
         missing_allowed=spec.missing_labels == "drop",
         integer=types.get(column) == schema_pb2.INT)
-
-
-def _spec_stamp(*paths: str) -> tuple[tuple[int, int], ...]:
-    """(size, mtime) of each file: an edited spec or schema is read again."""
-    stamps = []
-    for path in paths:
-        try:
-            stat = os.stat(path)
-            stamps.append((stat.st_size, stat.st_mtime_ns))
-        except OSError:
-            stamps.append((-1, -1))
-    return tuple(stamps)
-
-
-@functools.lru_cache(maxsize=16)
-def _load_spec(dataset: str, *stamps: tuple[int, int]) -> DatasetSpec:
-    return datasets.load_spec(dataset)[0]
 
 
 def is_remote(path: str) -> bool:

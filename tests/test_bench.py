@@ -12,11 +12,11 @@ import re
 import numpy as np
 import pytest
 
-from bench import dag, generate, report
+from bench import dag_runs, generate, tables
 from bench import run as bench_run
 from conftest import write_raw
 from dataset_rows import TAXI
-from pipeline.pipeline_config import PipelineConfig
+from pipeline.pipeline_config import configure
 from trainer_module.config import TrainerConfig
 
 
@@ -38,7 +38,7 @@ def test_generated_copies_are_jittered_inside_the_schema_and_keep_each_trips_lab
     assert len(list(tmp_path.glob("*.csv"))) == math.ceil(total / 20_000)
     assert rows[:len(source)] == source  # the first copy is the shipped data itself
     # The runner's CSV check.
-    PipelineConfig(data_dir=str(tmp_path)).validate()
+    configure(data_dir=str(tmp_path)).validate()
 
     domains = {f.name: f for f in TAXI.schema.feature}
     changed = 0
@@ -68,10 +68,10 @@ def test_generator_refuses_a_non_positive_size(tmp_path):
 
 
 def test_template_copy_has_every_component_enabled_and_reads_the_given_data(tmp_path):
-    work = dag.prepare_template(str(tmp_path / "template"), str(tmp_path / "data"), 7)
+    work = dag_runs.prepare_template(str(tmp_path / "template"), str(tmp_path / "data"), 7)
     with open(os.path.join(work, "pipeline", "pipeline.py")) as f:
         pipeline_py = f.read()
-    for name in dag.TEMPLATE_COMPONENTS:
+    for name in dag_runs.TEMPLATE_COMPONENTS:
         assert f"\n  components.append({name})" in pipeline_py or \
             f"\n    components.append({name})" in pipeline_py, name
     assert "# components.append" not in pipeline_py
@@ -80,13 +80,13 @@ def test_template_copy_has_every_component_enabled_and_reads_the_given_data(tmp_
     with open(os.path.join(work, "local_runner.py")) as f:
         assert f"DATA_PATH = {str(tmp_path / 'data')!r}" in f.read()
     # The columns its model reads are read from its own features.py, and are the data's.
-    columns = dag.template_model_columns(work)
+    columns = dag_runs.template_model_columns(work)
     (shipped,) = glob.glob(os.path.join(generate.SHIPPED_DATA, "*.csv"))
     with open(shipped) as f:
         header = f.readline().strip().split(",")
     assert columns and set(columns) <= set(header), columns
     # So is the rate its model's Adam trains at: a number, and no schedule in its model.py.
-    rate = dag.template_learning_rate(work)
+    rate = dag_runs.template_learning_rate(work)
     assert isinstance(rate, float) and 0 < rate < 1, rate
 
 
@@ -129,15 +129,15 @@ def test_tuned_template_takes_this_projects_beam_arguments_and_no_transform_stat
     for folder in (small, large):
         folder.mkdir()
         (folder / "trips.csv").write_text("a,b\n1,2\n")
-    default = _template_pipeline(dag.prepare_template(str(tmp_path / "d"), str(small), 7))
+    default = _template_pipeline(dag_runs.prepare_template(str(tmp_path / "d"), str(small), 7))
     assert default == {"beam": [], "statistics_off": 0}
-    work = dag.prepare_template(str(tmp_path / "t"), str(small), 7, dag.TUNED)
+    work = dag_runs.prepare_template(str(tmp_path / "t"), str(small), 7, dag_runs.TUNED)
     assert _template_pipeline(work) == {"beam": list(pipeline_config.local_beam_args(str(small))),
                                         "statistics_off": 1}
     # Data over the multi-processing threshold, on 2 cores, gets other arguments.
     monkeypatch.setattr(pipeline_config, "MULTI_PROCESSING_MIN_BYTES", 1)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    dag.point_template(work, str(large), 9, dag.TUNED)
+    dag_runs.point_template(work, str(large), 9, dag_runs.TUNED)
     beam = _template_pipeline(work)["beam"]
     assert beam == list(pipeline_config.local_beam_args(str(large)))
     assert beam[:2] == ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
@@ -159,8 +159,8 @@ def test_measurements_and_results_on_a_small_transform_output(transformed_data, 
     assert all(len(r["samples"]) == 2 for r in fit_result["rows"])
     assert 0 < fit_result["input_bound_fraction"] < 10
 
-    result = {**report.stamp(), "input": input_result, "fit": fit_result}
-    json_path, md_path, png_path = report.write(result, str(tmp_path))
+    result = {**tables.stamp(), "input": input_result, "fit": fit_result}
+    json_path, md_path, png_path = tables.write(result, str(tmp_path))
     with open(json_path) as f:
         assert json.load(f)["machine"]["cores"] == os.cpu_count()
     with open(md_path) as f:
@@ -205,10 +205,10 @@ def test_trainer_replay_reports_its_peak_memory_and_cache_decision(transformed_d
                     measured["cache"]), measured["cache"]
 
     scale = _scale(1, [{"project": {"component_seconds": 10.0}}], rows=1000)
-    result = {**report.stamp(), "scale": [{**scale,
+    result = {**tables.stamp(), "scale": [{**scale,
                                            "trainer_memory": {"auto": measured,
                                                               "none": measured}}]}
-    table = report.markdown(result)
+    table = tables.markdown(result)
     assert f"| shipped data | {measured['peak_rss_mb']:,.0f} MB | {measured['cache']}" in table
 
 
@@ -239,7 +239,7 @@ def test_batch_prediction_bench_scores_with_the_pushed_model(transformed_data, t
     assert measured["rows"] == len(rows) and measured["rejected"] == 0
     assert measured["rows_per_second"] > 0 and measured["wall_seconds"] > measured["seconds"]
     assert not os.listdir(output / "predictions")  # the scored copy is not kept
-    table = report.markdown({**report.stamp(), "predict": measured})
+    table = tables.markdown({**tables.stamp(), "predict": measured})
     assert f"{measured['rows']:,} rows in 1 CSV files" in table
 
 
@@ -257,7 +257,7 @@ def test_docs_table_is_replaced_between_its_markers(tmp_path):
 def test_figures_table_names_each_command_and_replaces_its_docs_block(tmp_path):
     from bench import figures
 
-    measured = {**report.stamp(),
+    measured = {**tables.stamp(),
                 "first_run": {"seconds": 61.23, "summary": "Run 1:\n  Trainer  COMPLETE  9.0 s"},
                 "cached_rerun": {"seconds": 18.04, "cached_components": 9, "components": 10},
                 "bad_setting": {"seconds": 0.61, "exit_code": 2}}
@@ -268,7 +268,7 @@ def test_figures_table_names_each_command_and_replaces_its_docs_block(tmp_path):
     assert "Trainer  COMPLETE  9.0 s" in text and "make_test" not in text
     doc = tmp_path / "benchmarks.md"
     doc.write_text(f"a\n{figures.BLOCK_BEGIN}\nold\n{figures.BLOCK_END}\nb\n")
-    report.replace_block(str(doc), figures.BLOCK_BEGIN, figures.BLOCK_END, text)
+    tables.replace_block(str(doc), figures.BLOCK_BEGIN, figures.BLOCK_END, text)
     assert doc.read_text() == f"a\n{figures.BLOCK_BEGIN}\n{text}\n{figures.BLOCK_END}\nb\n"
 
 
@@ -393,7 +393,7 @@ def test_dag_process_run_samples_the_memory_of_the_process_tree_once(tmp_path):
     finished = {}
 
     def run() -> None:
-        finished["run"] = dag._run([sys.executable, "-c", parent, str(release)], str(tmp_path),
+        finished["run"] = dag_runs._run([sys.executable, "-c", parent, str(release)], str(tmp_path),
                                    dict(os.environ), str(tmp_path / "log"), samples=samples)
 
     runner = threading.Thread(target=run)
@@ -410,9 +410,9 @@ def test_dag_process_run_samples_the_memory_of_the_process_tree_once(tmp_path):
     # 50 + 200 (shared by two processes, counted once) + 300 + two interpreters; counted per
     # process (RSS), the fork's copy of the 250 MB would add as much again.
     assert 550 < peak < 700, peak
-    with pytest.raises(dag.BenchRunError, match="exited 3"):
-        dag._run([sys.executable, "-c", "raise SystemExit(3)"], str(tmp_path), dict(os.environ),
-                 str(tmp_path / "log2"))
+    with pytest.raises(dag_runs.BenchRunError, match="exited 3"):
+        dag_runs._run([sys.executable, "-c", "raise SystemExit(3)"], str(tmp_path),
+                      dict(os.environ), str(tmp_path / "log2"))
 
 
 def test_generated_data_is_reused_only_when_made_the_same_way(tmp_path):
@@ -468,12 +468,12 @@ def test_stage_tables_take_medians_over_rounds_and_the_highest_peak():
                      "peak_memory_mb": {"Trainer": 900.0 + 10 * i}},
          "template": {"seconds": {"Trainer": 25.0 + 2 * i, "SchemaGen": 0.2},
                       "peak_memory_mb": {"Trainer": 800.0}}} for i in (0, 4, 1)])
-    assert report.stage_seconds(scale, "project", "Trainer") == 11.0
-    assert report.stage_seconds(scale, "template", "Trainer") == 27.0
-    assert report.stage_seconds(scale, "project", "SchemaGen") == 0.1  # its ImportSchemaGen
-    assert report.stage_seconds(scale, "project", "Transform") is None  # not in these runs
-    assert report.stage_peak_mb(scale, "project", "Trainer") == 940.0
-    assert report.dags(scale) == ["project", "template"]
+    assert tables.stage_seconds(scale, "project", "Trainer") == 11.0
+    assert tables.stage_seconds(scale, "template", "Trainer") == 27.0
+    assert tables.stage_seconds(scale, "project", "SchemaGen") == 0.1  # its ImportSchemaGen
+    assert tables.stage_seconds(scale, "project", "Transform") is None  # not in these runs
+    assert tables.stage_peak_mb(scale, "project", "Trainer") == 940.0
+    assert tables.dags(scale) == ["project", "template"]
 
 
 def test_targets_and_tables_state_each_speed_target_with_its_numbers():
@@ -492,13 +492,13 @@ def test_targets_and_tables_state_each_speed_target_with_its_numbers():
         r["runs"]["template"]["peak_memory_mb"] = {"CsvExampleGen": 1550.0, "Trainer": 800.0}
     large["rounds"][0]["runs"]["project"]["eval_accuracy"] = 0.8704
     large["rounds"][1]["runs"]["project"]["eval_accuracy"] = 0.8702
-    result = {**report.stamp(), "scale": [shipped, large],
+    result = {**tables.stamp(), "scale": [shipped, large],
               "edit_rerun": {"edited": "trainer_module/model.py",
                              "full": {"wall_seconds": 40.0, "seconds": {}},
                              "rerun": {"wall_seconds": 25.0, "seconds": {},
                                        "states": {"Transform": "CACHED", "Trainer": "COMPLETE",
                                                   "Evaluator": "COMPLETE"}}}}
-    met = {name: (measured, ok) for name, measured, ok in report.targets(result)}
+    met = {name: (measured, ok) for name, measured, ok in tables.targets(result)}
     # Each round's ratio (0.50, 0.30, 0.60), then their median: not the ratio of the medians.
     assert met["shipped data: component time ≤ 0.5× the TFX template (defaults)'s"] == (
         "median 0.50× over 3 rounds (range 0.30–0.60; ours 10.0 s, TFX template (defaults) "
@@ -519,13 +519,13 @@ def test_targets_and_tables_state_each_speed_target_with_its_numbers():
     assert met["editing trainer_module/model.py re-runs the Trainer onward, not Transform"] == (
         "ran again: Trainer, Evaluator; 25.0 s wall vs 40.0 s for the full run", True)
     result["edit_rerun"]["rerun"]["states"]["Transform"] = "COMPLETE"
-    assert [ok for name, _, ok in report.targets(result) if "re-runs" in name] == [False]
+    assert [ok for name, _, ok in tables.targets(result) if "re-runs" in name] == [False]
     for r in large["rounds"]:  # 0.871 at the precision the target was reported with
         r["runs"]["project"]["eval_accuracy"] = 0.8706
-    assert [(measured, ok) for name, measured, ok in report.targets(result)
+    assert [(measured, ok) for name, measured, ok in tables.targets(result)
             if name.startswith("100× shipped data: eval accuracy")] == [("0.8706", True)]
 
-    table = report.markdown(result)
+    table = tables.markdown(result)
     assert ("| shipped data | 100 | 10 | 3 | 10.0 / 16.0 / 20.0 | 0.75 (0.50–0.90) | "
             "0.50 (0.30–0.60) | 21.0 / 40.0 / 50.0 | 10 | 0.9000 / 0.9000 / 0.9000 |") in table
     none = "— (not in its DAG)"  # these runs give no seconds
@@ -536,15 +536,15 @@ def test_targets_and_tables_state_each_speed_target_with_its_numbers():
     result["model_columns"] = {"project": ["a", "b", "c"], "template": ["a"]}
     assert ("| model inputs (each DAG's own model and transforms) | 3 raw columns, from its "
             "dataset spec | — | 1 raw column (`a`), from its models/features.py |"
-            ) in report.markdown(result)
-    assert "| learning rate |" not in report.markdown(result)  # not recorded: no row
+            ) in tables.markdown(result)
+    assert "| learning rate |" not in tables.markdown(result)  # not recorded: no row
     result["learning_rate"] = {"project": {"rate": 0.0005, "decay": "cosine"},
                                "template": {"rate": 0.001, "decay": "none"}}
     assert ("| learning rate | Adam 0.0005, cosine decay to 0 at the last step | — | "
-            "Adam 0.001, constant |") in report.markdown(result)
+            "Adam 0.001, constant |") in tables.markdown(result)
     # Every decay the Trainer takes, and the template's, has its words in that row.
     from trainer_module.config import LR_DECAYS
-    assert set(report.LR_DECAY_TEXT) == set(LR_DECAYS) and dag.TEMPLATE_LR_DECAY in LR_DECAYS
+    assert set(tables.LR_DECAY_TEXT) == set(LR_DECAYS) and dag_runs.TEMPLATE_LR_DECAY in LR_DECAYS
 
 
 def test_scales_parse_in_order_and_a_bad_list_names_its_flag():

@@ -9,9 +9,11 @@ import tomllib
 import pytest
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from pipeline import bootstrap, csv_check, datasets
+from pipeline import csv_check, datasets
 from pipeline.env_settings import from_env
 from pipeline.errors import ConfigError
+from pipeline.pipeline_config import configure
+from pipeline.tools import bootstrap
 from trainer_module.config import TrainerConfig
 from trainer_module.missing import folded
 
@@ -78,13 +80,13 @@ def test_roles_follow_the_data_with_their_reasons(churn, tmp_path):
     # What it wrote is what the pipeline reads, and the Trainer trains.
     loaded, schema = datasets.load_spec(str(tmp_path / "churn"))
     assert loaded.task == "binary" and loaded.classes == ("no", "yes")
-    model = from_env({"DATASET": str(tmp_path / "churn")}).trainer.model
+    model = configure(from_env({"DATASET": str(tmp_path / "churn")})).trainer.model
     assert (model.hidden_units, model.embedding_dim, model.dropout, model.l2,
             model.cross_buckets) == (size.hidden_units, bootstrap.EMBEDDING_DIM, size.dropout,
                                      size.l2, 1009)
     assert spec["training"]["refit_factor"] == bootstrap.REFIT_FACTOR
     assert spec["training"]["early_stopping_patience"] == bootstrap.SMALL_DATA_PATIENCE
-    training = from_env({"DATASET": str(tmp_path / "churn")}).trainer.training
+    training = configure(from_env({"DATASET": str(tmp_path / "churn")})).trainer.training
     assert (training.refit_factor, training.early_stopping_patience) == (
         bootstrap.REFIT_FACTOR, bootstrap.SMALL_DATA_PATIENCE)
     spend = next(f for f in schema.feature if f.name == "monthly_spend")
@@ -284,7 +286,7 @@ def test_make_schema_reads_the_data_as_make_run_does(tmp_path, capsys):
     same types as the one make dataset wrote; a stray file stops it with exit 2."""
     import gzip
 
-    from pipeline import infer_schema
+    from pipeline.tools import infer_schema
 
     folder = tmp_path / "export"
     folder.mkdir()

@@ -14,7 +14,7 @@ import pytest
 
 from pipeline import cache_keys, dag
 from pipeline.env_settings import from_env
-from pipeline.pipeline_config import REPO_ROOT
+from pipeline.pipeline_config import REPO_ROOT, configure
 
 # A code change, not a comment: the module's behaviour (its attributes) differs.
 EDIT = "\n_EDITED_FOR_THE_CACHE_TEST = 1\n"
@@ -24,7 +24,7 @@ EDIT = "\n_EDITED_FOR_THE_CACHE_TEST = 1\n"
 def built(tmp_path_factory):
     """The local DAG as `make run` builds it, with warm start (so every kind of step is in)."""
     output = str(tmp_path_factory.mktemp("output"))
-    config = from_env(env={"WARM_START": "1", "OUTPUT_DIR": output}).validate()
+    config = configure(from_env(env={"WARM_START": "1", "OUTPUT_DIR": output})).validate()
     return dag.create_pipeline(config)
 
 

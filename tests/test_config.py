@@ -8,12 +8,12 @@ import pytest
 from dataset_rows import TAXI
 from pipeline import local_runner
 from pipeline.env_settings import from_env
-from pipeline.pipeline_config import ConfigError, PipelineConfig
+from pipeline.pipeline_config import ConfigError, configure
 from trainer_module.config import TrainerConfig, TrainerConfigError
 
 
 def test_defaults_are_valid():
-    config = PipelineConfig().validate()
+    config = configure().validate()
     assert config.pipeline_root.startswith(config.output_dir)
     assert config.serving_model_dir.startswith(config.output_dir)
 
@@ -23,7 +23,7 @@ def test_local_beam_args_spare_tfx_its_per_component_package_build():
     every Beam executor; the local args carry one, so TFX's own check returns them as given."""
     from tfx.utils import dependency_utils
 
-    args = list(PipelineConfig().beam_pipeline_args)
+    args = list(configure().beam_pipeline_args)
     assert dependency_utils.make_beam_dependency_flags(args) == args
     requirements = [a.split("=", 1)[1] for a in args if a.startswith("--requirements_file=")]
     assert len(requirements) == 1 and os.path.isfile(requirements[0])
@@ -37,7 +37,7 @@ def test_local_beam_args_pickle_with_cloudpickle_and_run_a_pipeline():
     from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions
     from apache_beam.testing.util import assert_that, equal_to
 
-    args = [a for a in PipelineConfig().beam_pipeline_args if "requirements" not in a]
+    args = [a for a in configure().beam_pipeline_args if "requirements" not in a]
     assert PipelineOptions(args).view_as(SetupOptions).pickle_library == "cloudpickle"
     offset = 10
     try:
@@ -50,7 +50,7 @@ def test_local_beam_args_pickle_with_cloudpickle_and_run_a_pipeline():
 
 
 def test_pipeline_name_and_data_dir_derive_from_the_dataset():
-    config = PipelineConfig(dataset="penguins")
+    config = configure(dataset="penguins")
     assert config.pipeline_name == "penguins-tpu"
     assert config.data_dir.endswith(os.path.join("data", "penguins"))
 
@@ -58,13 +58,13 @@ def test_pipeline_name_and_data_dir_derive_from_the_dataset():
 @pytest.mark.parametrize("name", ["Taxi", "taxi_tpu", "-taxi", "taxi tpu", "x" * 129])
 def test_pipeline_name_vertex_would_reject(name):
     with pytest.raises(ConfigError, match=r"pipeline_name=.*lowercase letters, digits and '-'"):
-        PipelineConfig(pipeline_name=name).validate()
+        configure(pipeline_name=name).validate()
 
 
 @pytest.mark.parametrize("steps", [0, -5, 1.5, True])
 def test_train_steps_must_be_positive(steps):
     with pytest.raises(ConfigError, match=r"train_steps=.*expected a whole number > 0"):
-        PipelineConfig(train_steps=steps).validate()
+        configure(train_steps=steps).validate()
 
 
 @pytest.mark.parametrize("batch", [0, -1])
@@ -127,32 +127,32 @@ def test_trainer_settings_name_value_and_form(setting, value, expected):
 def test_profile_beyond_the_run_is_refused():
     with pytest.raises(ConfigError, match=r"profile_steps=\(10, 400\) \(PROFILE_STEPS\): the "
                                           "run has only train_steps=300"):
-        from_env({"TRAIN_STEPS": "300", "PROFILE_STEPS": "10,400"}).validate()
+        configure(from_env({"TRAIN_STEPS": "300", "PROFILE_STEPS": "10,400"})).validate()
     with pytest.raises(ConfigError, match="PROFILE_STEPS='ten': expected train steps"):
-        from_env({"PROFILE_STEPS": "ten"})
+        configure(from_env({"PROFILE_STEPS": "ten"}))
 
 
 def test_missing_data_dir(tmp_path):
     with pytest.raises(ConfigError, match="data_dir=.*no such directory"):
-        PipelineConfig(data_dir=str(tmp_path / "nope")).validate()
+        configure(data_dir=str(tmp_path / "nope")).validate()
 
 
 def test_data_dir_without_csv(tmp_path):
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(ConfigError, match=r"holds no \*.csv or \*.csv.gz files"):
-        PipelineConfig(data_dir=str(tmp_path)).validate()
+        configure(data_dir=str(tmp_path)).validate()
 
 
 def test_csv_missing_a_schema_column(tmp_path):
     (tmp_path / "a.csv").write_text("fare,tips\n1.0,0.5\n")
     with pytest.raises(ConfigError, match=r"lacks column\(s\) \[.*'payment_type'"):
-        PipelineConfig(data_dir=str(tmp_path)).validate()
+        configure(data_dir=str(tmp_path)).validate()
 
 
 def test_csv_that_is_not_utf8(tmp_path):
     (tmp_path / "a.csv").write_bytes(b"\xff\xfe\x00bad")
     with pytest.raises(ConfigError, match=r"a.csv', line 1: bytes .* are not UTF-8"):
-        PipelineConfig(data_dir=str(tmp_path)).validate()
+        configure(data_dir=str(tmp_path)).validate()
 
 
 def test_column_order_within_one_file_is_free(tmp_path):
@@ -161,7 +161,7 @@ def test_column_order_within_one_file_is_free(tmp_path):
     names = list(columns)[::-1]
     (tmp_path / "a.csv").write_text(",".join(names) + "\n" + ",".join(columns[n] for n in names)
                                     + "\n", encoding="utf-8")
-    PipelineConfig(data_dir=str(tmp_path)).validate()
+    configure(data_dir=str(tmp_path)).validate()
 
 
 def test_global_batch_is_checked_against_this_machines_replicas(monkeypatch):
@@ -170,13 +170,14 @@ def test_global_batch_is_checked_against_this_machines_replicas(monkeypatch):
 
     monkeypatch.setattr(strategy.tf.config, "list_logical_devices",
                         lambda kind: ["gpu"] * 3 if kind == "GPU" else ["cpu"])
-    config = from_env({"GLOBAL_BATCH_SIZE": "512"})
+    config = configure(from_env({"GLOBAL_BATCH_SIZE": "512"}))
     with pytest.raises(ConfigError, match=r"global_batch_size=512 is not divisible by the 3 "
                                           r"replicas.*e\.g\. 510 or 513"):
         local_runner.check_local_batch(config)
-    local_runner.check_local_batch(from_env({"GLOBAL_BATCH_SIZE": "513"}))
+    local_runner.check_local_batch(configure(from_env({"GLOBAL_BATCH_SIZE": "513"})))
     # On a TPU the Trainer counts the cores itself, when it starts.
-    local_runner.check_local_batch(from_env({"GLOBAL_BATCH_SIZE": "512", "TPU_ADDRESS": "t"}))
+    on_tpu = configure(from_env({"GLOBAL_BATCH_SIZE": "512", "TPU_ADDRESS": "t"}))
+    local_runner.check_local_batch(on_tpu)
 
 
 def test_schema_that_does_not_parse(tmp_path):
@@ -185,23 +186,23 @@ def test_schema_that_does_not_parse(tmp_path):
     (folder / "schema.pbtxt").write_text("feature { name: 'fare' type: NOT_A_TYPE }")
     (folder / "spec.toml").write_text(open(TAXI.spec_path).read())
     with pytest.raises(ConfigError, match="does not parse as a text-format"):
-        PipelineConfig(dataset=str(folder), data_dir=os.path.dirname(TAXI.csv_path)).validate()
+        configure(dataset=str(folder), data_dir=os.path.dirname(TAXI.csv_path)).validate()
 
 
 def test_env_values_are_checked():
     with pytest.raises(ConfigError, match="TRAIN_STEPS='ten': expected a whole number"):
-        from_env({"TRAIN_STEPS": "ten"})
+        configure(from_env({"TRAIN_STEPS": "ten"}))
     with pytest.raises(ConfigError, match="trainer setting per_replica_batch_size=0"):
-        from_env({"PER_REPLICA_BATCH_SIZE": "0"})
+        configure(from_env({"PER_REPLICA_BATCH_SIZE": "0"}))
     with pytest.raises(ConfigError, match="MAX_ACCURACY_REGRESSION='lots': expected a number"):
-        from_env({"MAX_ACCURACY_REGRESSION": "lots"})
+        configure(from_env({"MAX_ACCURACY_REGRESSION": "lots"}))
     with pytest.raises(ConfigError, match="trainer setting seed=-1"):
-        from_env({"SEED": "-1"})
-    assert from_env({"SEED": "3"}).trainer.training.seed == 3
-    config = from_env({"DATA_DIR": "data", "TRAIN_STEPS": "7", "STRATEGY": "tpu",
+        configure(from_env({"SEED": "-1"}))
+    assert configure(from_env({"SEED": "3"})).trainer.training.seed == 3
+    config = configure(from_env({"DATA_DIR": "data", "TRAIN_STEPS": "7", "STRATEGY": "tpu",
                        "MAX_ACCURACY_REGRESSION": "0.02", "GLOBAL_BATCH_SIZE": "1024",
                        "CACHE": "none", "PROFILE_STEPS": "2,4", "LR_SCALING": "linear",
-                       "LR_DECAY": "none", "WARM_START": "1"})
+                       "LR_DECAY": "none", "WARM_START": "1"}))
     assert config.train_steps == 7 and config.trainer.runtime.tpu_required
     assert config.max_accuracy_regression == 0.02
     assert config.trainer.data.global_batch_size == 1024 and config.trainer.data.cache == "none"
@@ -241,8 +242,30 @@ def test_local_beam_mode_follows_the_size_of_the_data(tmp_path, monkeypatch):
     large = pipeline_config.local_beam_args(str(tmp_path), cores=4)
     assert large[:2] == ("--direct_running_mode=multi_processing", "--direct_num_workers=4")
     assert pipeline_config.local_beam_args(str(tmp_path), cores=1)[0].endswith("in_memory")
-    config = PipelineConfig(data_dir=str(tmp_path))
+    config = configure(data_dir=str(tmp_path))
     assert config.beam_pipeline_args == pipeline_config.local_beam_args(str(tmp_path))
     given = ("--direct_running_mode=multi_threading",)
-    assert PipelineConfig(data_dir=str(tmp_path), beam_pipeline_args=given).beam_pipeline_args \
+    assert configure(data_dir=str(tmp_path), beam_pipeline_args=given).beam_pipeline_args \
         == given
+
+
+def test_the_spec_and_schema_are_read_once_and_the_config_validated_once(monkeypatch, tmp_path):
+    """configure reads the dataset's two files once; validate() and create_pipeline use what the
+    config holds; building a PipelineConfig from those values reads nothing."""
+    import dataclasses
+
+    from pipeline import dag, datasets, pipeline_config
+
+    specs, schemas, checks = [], [], []
+    real_spec, real_schema = datasets.load_spec, datasets.load_schema
+    real_check = pipeline_config.csv_check.check_data_dir
+    monkeypatch.setattr(datasets, "load_spec", lambda d: specs.append(d) or real_spec(d))
+    monkeypatch.setattr(datasets, "load_schema", lambda p: schemas.append(p) or real_schema(p))
+    monkeypatch.setattr(pipeline_config.csv_check, "check_data_dir",
+                        lambda *a: checks.append(a) or real_check(*a))
+    config = configure(output_dir=str(tmp_path)).validate()
+    dag.create_pipeline(config)
+    assert specs == ["taxi"] and len(schemas) == 1 and len(checks) == 1
+    monkeypatch.setattr(pipeline_config, "local_beam_args", lambda *a: pytest.fail("I/O"))
+    values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    assert pipeline_config.PipelineConfig(**values) == config

@@ -12,7 +12,7 @@ import pytest
 from dataset_rows import PENGUINS, TAXI
 from pipeline import datasets
 from pipeline.env_settings import from_env
-from pipeline.pipeline_config import ConfigError, PipelineConfig
+from pipeline.pipeline_config import ConfigError, PipelineConfig, configure
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec, SpecError, Threshold, from_dict
 
@@ -20,7 +20,7 @@ PENGUIN_SPEC = open(PENGUINS.spec_path, encoding="utf-8").read()
 TAXI_SPEC = open(TAXI.spec_path, encoding="utf-8").read()
 
 
-def _dataset(tmp_path, spec_text: str, like=PENGUINS, rows=None) -> PipelineConfig:
+def _files(tmp_path, spec_text: str, like=PENGUINS, rows=None) -> tuple[str, str]:
     """A dataset folder with `spec_text` beside a copy of `like`'s schema, and its data."""
     folder = tmp_path / "mine"
     folder.mkdir(exist_ok=True)
@@ -33,12 +33,18 @@ def _dataset(tmp_path, spec_text: str, like=PENGUINS, rows=None) -> PipelineConf
     with open(data / "rows.csv", "w", encoding="utf-8") as f:
         f.write(",".join(source[0]) + "\n")
         f.writelines(",".join(r[c] for c in source[0]) + "\n" for r in rows)
-    return PipelineConfig(dataset=str(folder), data_dir=str(data))
+    return str(folder), str(data)
 
 
-def _fails(config: PipelineConfig, *fragments: str) -> str:
+def _dataset(tmp_path, spec_text: str, like=PENGUINS, rows=None) -> PipelineConfig:
+    folder, data = _files(tmp_path, spec_text, like, rows)
+    return configure(dataset=folder, data_dir=data)
+
+
+def _fails(build, *fragments: str) -> str:
+    """`build()` (configure, then validate) raises a ConfigError holding every fragment."""
     with pytest.raises(ConfigError) as raised:
-        config.validate()
+        build().validate()
     message = str(raised.value)
     for fragment in fragments:
         assert fragment in message, message
@@ -47,7 +53,7 @@ def _fails(config: PipelineConfig, *fragments: str) -> str:
 
 def test_a_feature_column_the_schema_lacks(tmp_path):
     spec = PENGUIN_SPEC.replace("[features]", "[features]\nbeak_color = \"vocabulary\"")
-    _fails(_dataset(tmp_path, spec), "spec.toml: features.beak_color = 'beak_color'",
+    _fails(lambda: _dataset(tmp_path, spec), "spec.toml: features.beak_color = 'beak_color'",
            "expected a column of the schema")
 
 
@@ -56,31 +62,31 @@ def test_a_schema_column_the_data_lacks(tmp_path):
     config = _dataset(tmp_path, PENGUIN_SPEC)
     with open(os.path.join(config.data_dir, "rows.csv"), "w", encoding="utf-8") as f:
         f.write(",".join(rows[0]) + "\n" + "".join(",".join(r.values()) + "\n" for r in rows))
-    _fails(config, "lacks column(s) ['sex']", "rows.csv")
+    _fails(lambda: config, "lacks column(s) ['sex']", "rows.csv")
 
 
 def test_a_label_absent_from_the_schema(tmp_path):
     spec = PENGUIN_SPEC.replace('column = "species"', 'column = "genus"')
-    _fails(_dataset(tmp_path, spec), "label.column = 'genus'", "a column of the schema",
+    _fails(lambda: _dataset(tmp_path, spec), "label.column = 'genus'", "a column of the schema",
            "or a [label.rule] that derives it")
 
 
 def test_a_role_that_does_not_fit_the_type(tmp_path):
     spec = PENGUIN_SPEC.replace('bill_length_mm = { role = "zscore"',
                                 'bill_length_mm = { role = "vocabulary"')
-    _fails(_dataset(tmp_path, spec), "features.bill_length_mm.role = 'vocabulary'",
+    _fails(lambda: _dataset(tmp_path, spec), "features.bill_length_mm.role = 'vocabulary'",
            "a role that reads a FLOAT column: zscore, log_zscore, quantile, ignore")
 
 
 def test_an_unknown_task(tmp_path):
-    _fails(_dataset(tmp_path, PENGUIN_SPEC.replace('"multiclass"', '"ranking"')),
+    _fails(lambda: _dataset(tmp_path, PENGUIN_SPEC.replace('"multiclass"', '"ranking"')),
            "label.task = 'ranking'", "one of binary, multiclass, regression")
 
 
 def test_a_label_value_outside_the_declared_classes(tmp_path):
     rows = PENGUINS.read_rows()
     rows[7]["species"] = "Emperor"
-    _fails(_dataset(tmp_path, PENGUIN_SPEC, rows=rows), "rows.csv', line 9",
+    _fails(lambda: _dataset(tmp_path, PENGUIN_SPEC, rows=rows), "rows.csv', line 9",
            "label 'species' = 'Emperor' is not one of the spec's classes")
 
 
@@ -88,40 +94,41 @@ def test_a_string_label_for_regression(tmp_path):
     spec = PENGUIN_SPEC.replace('task = "multiclass"', 'task = "regression"').replace(
         'classes = ["Adelie", "Chinstrap", "Gentoo"]\n', "").replace(
         "accuracy = { min = 0.9, allowed_change = 0.01 }", "rmse = { max = 1.0 }")
-    _fails(_dataset(tmp_path, spec), "label.column = 'species'",
+    _fails(lambda: _dataset(tmp_path, spec), "label.column = 'species'",
            "a numeric column for a regression task; it is BYTES")
 
 
 def test_an_empty_spec(tmp_path):
-    _fails(_dataset(tmp_path, "# nothing yet\n"), "spec.toml: the spec is empty",
+    _fails(lambda: _dataset(tmp_path, "# nothing yet\n"), "spec.toml: the spec is empty",
            "[label]", "[features]", "[evaluation]")
 
 
 def test_a_threshold_on_another_tasks_metric(tmp_path):
     spec = PENGUIN_SPEC.replace("accuracy = { min = 0.9", "rmse = { max = 0.9")
-    _fails(_dataset(tmp_path, spec), "evaluation.thresholds.rmse",
+    _fails(lambda: _dataset(tmp_path, spec), "evaluation.thresholds.rmse",
            "a threshold on the multiclass task's metrics: accuracy")
 
 
 def test_a_schema_column_without_a_role(tmp_path):
     spec = PENGUIN_SPEC.replace('year = { role = "integer"', 'yr = { role = "integer"')
-    _fails(_dataset(tmp_path, spec), "features.yr")
+    _fails(lambda: _dataset(tmp_path, spec), "features.yr")
     spec = "\n".join(line for line in PENGUIN_SPEC.splitlines() if not line.startswith("year"))
-    _fails(_dataset(tmp_path, spec), "features.year = None", "a role for every schema column")
+    _fails(lambda: _dataset(tmp_path, spec), "features.year = None",
+           "a role for every schema column")
 
 
 def test_bad_role_parameters_and_rules(tmp_path):
     spec = PENGUIN_SPEC.replace('range = [2007, 2009]', 'range = [2009, 2007]')
-    _fails(_dataset(tmp_path, spec), "features.year.range", "[low, high]")
+    _fails(lambda: _dataset(tmp_path, spec), "features.year.range", "[low, high]")
     rule = TAXI_SPEC.replace('times = 0.2, of = "fare"', 'value = 3, of = "fare"')
-    _fails(_dataset(tmp_path, rule, like=TAXI), "label.rule", "either value = <number>")
+    _fails(lambda: _dataset(tmp_path, rule, like=TAXI), "label.rule", "either value = <number>")
 
 
 def test_rows_without_a_label_stop_the_run_with_the_count(tmp_path):
     rows = PENGUINS.read_rows()
     for row in rows[:3]:
         row["species"] = ""
-    _fails(_dataset(tmp_path, PENGUIN_SPEC, rows=rows),
+    _fails(lambda: _dataset(tmp_path, PENGUIN_SPEC, rows=rows),
            "3 of 344 rows have no value in the label column 'species'", 'missing = "drop"')
     spec = PENGUIN_SPEC.replace('missing = "stop"', 'missing = "drop"')
     _dataset(tmp_path, spec, rows=rows).validate()
@@ -143,17 +150,17 @@ def test_the_specs_network_is_the_trainers_default_and_settings_win(tmp_path):
     sized = PENGUIN_SPEC + ("\n[model]\nhidden_units = [384, 128]\nembedding_dim = 6\n"
                             "dropout = 0.2\nl2 = 0.0005\ncross_buckets = 0\n")
     config = _dataset(tmp_path, sized)
-    spec = config.dataset_spec()
+    spec = config.spec
     assert spec.model == (("hidden_units", (384, 128)), ("embedding_dim", 6), ("dropout", 0.2),
                           ("l2", 0.0005), ("cross_buckets", 0))
     assert from_dict(spec.to_dict(), "spec.toml", spec.name) == spec
     # Sizes are the Trainer's settings, not Transform's: they stay out of its custom_config.
     assert spec.to_custom_config() == dataclasses.replace(spec, model=()).to_custom_config()
-    model = from_env({"DATASET": config.dataset}).trainer.model
+    model = configure(from_env({"DATASET": config.dataset})).trainer.model
     assert (model.hidden_units, model.embedding_dim, model.dropout, model.l2,
             model.cross_buckets) == ((384, 128), 6, 0.2, 0.0005, 0)
     given = TrainerConfig.create(hidden_units=(128,))
-    assert from_env({"DATASET": config.dataset}, trainer=given).trainer == given
+    assert configure(from_env({"DATASET": config.dataset}), trainer=given).trainer == given
 
 
 def _with_training(key: str, value: str) -> str:
@@ -168,18 +175,18 @@ def _with_training(key: str, value: str) -> str:
 def test_the_specs_training_settings_are_the_trainers_defaults_and_a_setting_wins(
         tmp_path, key, value, setting, given):
     config = _dataset(tmp_path, _with_training(key, str(value)))
-    spec = config.dataset_spec()
+    spec = config.spec
     assert getattr(spec, key) == value
     assert from_dict(spec.to_dict(), "spec.toml", spec.name) == spec
-    assert getattr(from_env({"DATASET": config.dataset}).trainer.training, key) == value
-    assert getattr(from_env({"DATASET": config.dataset, setting: str(given)}
-                            ).trainer.training, key) == given
+    assert getattr(configure(from_env({"DATASET": config.dataset})).trainer.training, key) == value
+    assert getattr(configure(from_env({"DATASET": config.dataset, setting: str(given)}
+                            )).trainer.training, key) == given
     # A spec written before the key trains as it did: the Trainer's default.
     (tmp_path / "plain").mkdir()
     plain = _dataset(tmp_path / "plain", PENGUIN_SPEC)
     default = getattr(TrainerConfig.create().training, key)
     assert default != value
-    assert getattr(from_env({"DATASET": plain.dataset}).trainer.training, key) == default
+    assert getattr(configure(from_env({"DATASET": plain.dataset})).trainer.training, key) == default
 
 
 @pytest.mark.parametrize("key, value, expected", [
@@ -192,7 +199,7 @@ def test_the_specs_training_settings_are_the_trainers_defaults_and_a_setting_win
 ])
 def test_a_bad_training_setting_names_the_key_and_the_expected_form(tmp_path, key, value,
                                                                      expected):
-    _fails(_dataset(tmp_path, _with_training(key, value)),
+    _fails(lambda: _dataset(tmp_path, _with_training(key, value)),
            f"spec.toml: training.{key} = ", expected)
 
 
@@ -208,17 +215,17 @@ def test_a_bad_training_setting_names_the_key_and_the_expected_form(tmp_path, ke
      "dropout, l2, cross_buckets"),
 ])
 def test_bad_network_sizes_name_the_key_and_the_expected_form(tmp_path, table, fragment):
-    _fails(_dataset(tmp_path, PENGUIN_SPEC + f"\n[model]\n{table}\n"), "spec.toml: ",
+    _fails(lambda: _dataset(tmp_path, PENGUIN_SPEC + f"\n[model]\n{table}\n"), "spec.toml: ",
            fragment)
 
 
 def test_runner_exits_2_before_tensorflow_loads(tmp_path):
-    config = _dataset(tmp_path, PENGUIN_SPEC.replace('"multiclass"', '"ranking"'))
+    folder, data = _files(tmp_path, PENGUIN_SPEC.replace('"multiclass"', '"ranking"'))
     script = (
         "import sys\n"
         "from pipeline import local_runner\n"
-        f"code = local_runner.main(['--dataset', {config.dataset!r}, '--data-dir', "
-        f"{config.data_dir!r}, '--output-dir', {str(tmp_path / 'out')!r}])\n"
+        f"code = local_runner.main(['--dataset', {folder!r}, '--data-dir', "
+        f"{data!r}, '--output-dir', {str(tmp_path / 'out')!r}])\n"
         "print(code, 'tensorflow' in sys.modules)\n")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             timeout=120)

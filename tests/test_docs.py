@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from pipeline import console, env_settings
-from pipeline.pipeline_config import REPO_ROOT, PipelineConfig
+from pipeline.pipeline_config import REPO_ROOT, PipelineConfig, configure
 from trainer_module.config import CHOICES, SETTINGS, TrainerConfig
 
 README = os.path.join(REPO_ROOT, "README.md")
@@ -44,8 +44,8 @@ def table() -> dict[str, Row]:
 
 
 def test_the_table_lists_every_variable_the_runner_reads(table):
-    read = {*env_settings._ENV_NAMES, *env_settings._ENV_INTS, *env_settings._ENV_FLOATS,
-            *env_settings._ENV_BOOLS, *env_settings.TRAINER_VARIABLES, console.VERBOSE_ENV}
+    read = {*env_settings.PIPELINE_VARIABLES, *env_settings.TRAINER_VARIABLES,
+            console.VERBOSE_ENV}
     assert set(table) == read
 
 
@@ -74,9 +74,14 @@ def test_trainer_settings_have_the_codes_type_and_default(table):
 
 def test_pipeline_settings_have_the_codes_type_and_default(table):
     fields = {f.name: f for f in dataclasses.fields(PipelineConfig)}
-    for variables, kind in ((env_settings._ENV_INTS, "whole number"),
-                            (env_settings._ENV_FLOATS, "number")):
-        for variable, field in variables.items():
+    variables = env_settings.PIPELINE_VARIABLES
+
+    def parsed_by(parse) -> dict[str, str]:
+        return {var: field for var, (field, p) in variables.items() if p is parse}
+
+    for kind, parse in (("whole number", env_settings._env_int),
+                        ("number", env_settings._env_float)):
+        for variable, field in parsed_by(parse).items():
             assert table[variable].type == kind, variable
             default = fields[field].default
             if default is None:  # the dataset decides: the table says where from, no number
@@ -84,15 +89,17 @@ def test_pipeline_settings_have_the_codes_type_and_default(table):
             else:
                 assert _shown(default) in table[variable].default, variable
     # Names and folders: the defaults as the config resolves them for the default dataset.
-    config = PipelineConfig().validate()
-    for variable, field in env_settings._ENV_NAMES.items():
+    config = configure().validate()
+    names = {**parsed_by(env_settings._env_str), **parsed_by(env_settings._env_path)}
+    assert set(names) == {"DATASET", "PIPELINE_NAME", "DATA_DIR", "OUTPUT_DIR"}
+    for variable, field in names.items():
         shown = table[variable].default.strip("`").replace("<dataset>", config.dataset)
         value = getattr(config, field)
         if os.path.isabs(value):
             value = os.path.relpath(value, REPO_ROOT) + "/"
         assert shown == value, (variable, shown, value)
     assert table[console.VERBOSE_ENV] == Row("true/false", "false")
-    for variable, field in env_settings._ENV_BOOLS.items():
+    for variable, field in parsed_by(env_settings._env_bool).items():
         assert table[variable] == Row("true/false", str(fields[field].default).lower())
     assert not console.verbose({})
 

@@ -29,9 +29,10 @@ import mlmd_records
 import report_page
 from conftest import tree_hashes
 from dataset_rows import PENGUINS, TAXI, DatasetRows, write_csv
-from pipeline import predict
 from pipeline.pipeline_config import REPO_ROOT
 from pipeline.runs import eval_results
+from pipeline.tools import predict
+from trainer_module import keys
 from trainer_module.missing import folded, is_missing
 
 pytestmark = pytest.mark.e2e
@@ -59,7 +60,8 @@ def _env(output_dir, **extra) -> dict[str, str]:
 def _serve_outputs(model_dir, rows: list[dict[str, str]], dataset: DatasetRows = TAXI) -> dict:
     model = tf.saved_model.load(str(model_dir))
     examples = tf.constant(dataset.serialized(rows, serving=True))
-    return {k: v.numpy() for k, v in model.signatures["serving_default"](examples=examples).items()}
+    served = model.signatures[keys.SERVING_SIGNATURE](examples=examples)
+    return {k: v.numpy() for k, v in served.items()}
 
 
 def _serve(model_dir, rows: list[dict[str, str]]) -> np.ndarray:
@@ -474,7 +476,7 @@ def test_make_dataset_then_run_on_a_csv_never_seen_as_a_regression(tmp_path):
     (data_dir / "birds.csv").write_bytes("\ufeff".encode() + "\r\n".join(lines).encode()
                                          + b"\r\n")
     made = subprocess.run(
-        [sys.executable, "-m", "pipeline.bootstrap", "--name", "bird-mass", "--data-dir",
+        [sys.executable, "-m", "pipeline.tools.bootstrap", "--name", "bird-mass", "--data-dir",
          str(data_dir), "--label", "Body Mass (g)", "--task", "regression", "--schemas-dir",
          str(schemas), "--missing-values", "?"], env=_env(tmp_path), capture_output=True,
         text=True, timeout=600, cwd=REPO_ROOT)

@@ -13,11 +13,11 @@ from tfx.types import standard_artifacts
 
 from pipeline import dag
 from pipeline.components import eval_model, evaluator
-from trainer_module import export
+from trainer_module import export, keys
 from trainer_module.config import TrainerConfig
 from trainer_module.model import NO_SCALE, build_model, category_sizes
 
-SERIALIZED_INPUT = ("serving_default", "transform_features")  # what the Evaluator calls
+SERIALIZED_INPUT = (keys.SERVING_SIGNATURE, keys.TRANSFORM_SIGNATURE)  # what the Evaluator calls
 
 
 def _exported(data, folder) -> str:

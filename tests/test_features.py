@@ -5,7 +5,7 @@ import pytest
 
 from dataset_rows import PENGUINS, TAXI
 from pipeline import csv_check
-from pipeline.pipeline_config import PipelineConfig, label_check
+from pipeline.pipeline_config import configure, label_check
 
 
 @pytest.mark.parametrize("dataset", [TAXI, PENGUINS], ids=["taxi", "penguins"])
@@ -24,7 +24,7 @@ def test_label_and_its_sources_are_absent_at_serving_time(dataset):
 @pytest.mark.parametrize("dataset, rows", [(TAXI, 15002), (PENGUINS, 344)],
                          ids=["taxi", "penguins"])
 def test_shipped_csv_passes_the_runners_check(dataset, rows):
-    config = PipelineConfig(dataset=dataset.dataset)
+    config = configure(dataset=dataset.dataset)
     csv_check.check_data_dir(config.data_dir, [f.name for f in dataset.schema.feature],
                              config.schema_path, label_check(dataset.spec, dataset.schema))
     assert len(dataset.read_rows()) == rows

@@ -21,6 +21,7 @@ import pytest
 
 from pipeline.cloud import kfp_local, kubeflow_v2_runner
 from pipeline.pipeline_config import LOCK_FILE, REPO_ROOT
+from trainer_module import keys
 
 # A task of the small spec: `make` writes the text parameter into its artifact; `read` checks
 # that its input artifact arrives typed as TFX's Examples, copies it, or fails when told to.
@@ -219,7 +220,7 @@ def test_make_kfp_local_runs_the_compiled_spec_as_kubeflow_would(tmp_path):
     model = tf.saved_model.load(str(serving / version))
 
     def scores(rows):
-        return model.signatures["serving_default"](
+        return model.signatures[keys.SERVING_SIGNATURE](
             examples=tf.constant(PENGUINS.serialized(rows, serving=True)))["scores"].numpy()
 
     rows = PENGUINS.read_rows()[::9]

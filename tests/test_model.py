@@ -10,7 +10,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras
 
-from trainer_module import export, feature_signature
+from trainer_module import export, feature_signature, keys
 from trainer_module.config import TrainerConfig
 from trainer_module.features import CATEGORY, FLOAT, PACKED_NAMES
 from trainer_module.model import build_model, category_sizes, compile_model, model_inputs
@@ -149,10 +149,11 @@ def test_export_serves_raw_examples_in_float32(task_data, tmp_path):
     scale = (12.5, 10.0) if spec.task == "regression" else (0.0, 1.0)
     model = _model(task_data, TrainerConfig.create(hidden_units=(128,)), scale)
     loaded = _export(task_data, model, tmp_path, scale)
-    assert set(loaded.signatures) == {"serving_default", "serving_features", "transform_features"}
+    assert set(loaded.signatures) == {keys.SERVING_SIGNATURE, keys.FEATURES_SIGNATURE,
+                                      keys.TRANSFORM_SIGNATURE}
     rows = list(task_data.eval_csv_rows[:5])
     serving = task_data.rows.serialized(rows, serving=True)
-    out = loaded.signatures["serving_default"](examples=tf.constant(serving))
+    out = loaded.signatures[keys.SERVING_SIGNATURE](examples=tf.constant(serving))
     assert set(out) == set(OUTPUTS[spec.task])
     for name, (dtype, width) in OUTPUTS[spec.task].items():
         assert out[name].dtype == dtype and out[name].shape == (5, width or spec.num_classes)
@@ -165,7 +166,7 @@ def test_export_serves_raw_examples_in_float32(task_data, tmp_path):
     got = out[spec.task_info.prediction_key]
     np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
     with_label = task_data.rows.serialized(rows)
-    transformed = loaded.signatures["transform_features"](examples=tf.constant(with_label))
+    transformed = loaded.signatures[keys.TRANSFORM_SIGNATURE](examples=tf.constant(with_label))
     labels = [task_data.rows.label(r) for r in rows]
     np.testing.assert_allclose(transformed[spec.label_key].numpy(), labels, rtol=1e-6)
     # Only the label (and its weight): the Evaluator carries these per example.
@@ -187,10 +188,10 @@ def test_export_is_float32_after_mixed_precision_training(task_data, tmp_path):
     assert model.get_layer("hidden_0").compute_dtype == "bfloat16"
     loaded = _export(task_data, model, tmp_path)
     serving = task_data.rows.serialized(task_data.eval_csv_rows[:3], serving=True)
-    out = loaded.signatures["serving_default"](examples=tf.constant(serving))
+    out = loaded.signatures[keys.SERVING_SIGNATURE](examples=tf.constant(serving))
     assert out[task_data.spec.task_info.prediction_key].dtype == tf.float32
     # No bfloat16 op or tensor anywhere in the serving graph (functions included).
-    graph_def = loaded.signatures["serving_default"].graph.as_graph_def()
+    graph_def = loaded.signatures[keys.SERVING_SIGNATURE].graph.as_graph_def()
     assert "DT_BFLOAT16" not in str(graph_def)
 
 
@@ -216,7 +217,7 @@ def test_feature_signature_answers_like_serving_default_on_eval_rows(task_data, 
     # Rows with empty cells are among them: optional features travel as NaN / "".
     optional = [i.name for i in _feature_inputs(task_data) if not i.required]
     assert optional and any(r[name] == "" for r in rows for name in optional)
-    by_example = loaded.signatures["serving_default"](
+    by_example = loaded.signatures[keys.SERVING_SIGNATURE](
         examples=tf.constant(task_data.rows.serialized(rows, serving=True)))
     by_features = loaded.signatures["serving_features"](**_columns(task_data, rows))
     assert set(by_features) == set(by_example) == set(spec.task_info.outputs)

@@ -11,9 +11,9 @@ import pytest
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from pipeline import predict
 from pipeline.pipeline_config import REPO_ROOT, ConfigError
-from trainer_module import batch_predict, export
+from pipeline.tools import predict
+from trainer_module import export, keys, tool_scoring
 from trainer_module.config import TrainerConfig
 from trainer_module.model import build_model, category_sizes
 
@@ -48,7 +48,7 @@ def _read(path) -> list[dict[str, str]]:
 def test_scores_every_good_row_like_serving_default_and_reports_the_rest(task_data, tmp_path):
     model_dir = _exported(task_data, tmp_path / "model")
     rows = [dict(r) for r in task_data.eval_csv_rows]
-    inputs = batch_predict.load_predictor(model_dir).inputs
+    inputs = tool_scoring.load_predictor(model_dir).inputs
     required = [i for i in inputs if i.required]
     number = next(i.name for i in inputs if i.kind != "string")
     bad = {3: (required[0].name, ""), 7: (number, "twelve")}
@@ -75,17 +75,17 @@ def test_scores_every_good_row_like_serving_default_and_reports_the_rest(task_da
 
     scored = _read(os.path.join(folder, "a.csv")) + _read(os.path.join(folder, "b.csv.gz"))
     good = [r for i, r in enumerate(rows) if i not in bad]
-    columns = list(batch_predict.load_predictor(model_dir).output_columns)
+    columns = list(tool_scoring.load_predictor(model_dir).output_columns)
     assert list(scored[0]) == list(rows[0]) + columns
     assert [{k: r[k] for k in rows[0]} for r in scored] == good  # the input rows, unchanged
     model = tf.saved_model.load(model_dir)
-    expected = model.signatures["serving_default"](
+    expected = model.signatures[keys.SERVING_SIGNATURE](
         examples=tf.constant(task_data.rows.serialized(good, serving=True)))
     key = task_data.spec.task_info.prediction_key
     if task_data.spec.task == "multiclass":
         got = np.array([[float(r[c]) for c in columns[:-1]] for r in scored])
         classes = list(task_data.spec.classes)
-        assert [r[batch_predict.PREDICTED_CLASS] for r in scored] == [
+        assert [r[tool_scoring.PREDICTED_CLASS] for r in scored] == [
             classes[i] for i in expected["scores"].numpy().argmax(axis=1)]
     else:
         got = np.array([[float(r[key])] for r in scored])
@@ -128,7 +128,7 @@ def test_the_docs_json_request_is_what_the_signature_takes(transformed_data, tmp
     block = doc.split("<!-- serving_features request: taxi -->", 1)[1]
     body = json.loads(block.split("```json", 1)[1].split("```", 1)[0])
     assert body["signature_name"] == "serving_features"
-    predictor = batch_predict.load_predictor(_exported(transformed_data, tmp_path / "model"))
+    predictor = tool_scoring.load_predictor(_exported(transformed_data, tmp_path / "model"))
     assert all(set(i) == {x.name for x in predictor.inputs} for i in body["instances"])
     columns = {x.name: tf.constant([i[x.name] for i in body["instances"]],
                                    tf.dtypes.as_dtype(x.dtype)) for x in predictor.inputs}

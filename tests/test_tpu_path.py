@@ -19,7 +19,7 @@ import tensorflow as tf
 from tensorflow.python.tpu import tpu_system_metadata
 from tfx.components.trainer.fn_args_utils import FnArgs
 
-from trainer_module import plan, run, strategy, tpu_check
+from trainer_module import keys, plan, run, strategy, tool_tpu_step
 from trainer_module.config import TrainerConfig
 from trainer_module.executor import RAW_EVAL_FILES_KEY
 from trainer_module.features import CATEGORY, FLOAT, PACKED_NAMES
@@ -192,7 +192,7 @@ def _serve(export_dir: str, data, rows) -> tuple:
     """The loaded SavedModel and its serving outputs for raw rows (label sources left out)."""
     model = tf.saved_model.load(export_dir)
     examples = data.rows.serialized(rows, serving=True)
-    return model, model.signatures["serving_default"](examples=tf.constant(examples))
+    return model, model.signatures[keys.SERVING_SIGNATURE](examples=tf.constant(examples))
 
 
 def test_mixed_bfloat16_training_exports_a_float32_model(task_data, tmp_path, caplog):
@@ -210,7 +210,7 @@ def test_mixed_bfloat16_training_exports_a_float32_model(task_data, tmp_path, ca
     assert prediction.dtype == tf.float32
     assert prediction.shape == (4, task_data.spec.num_classes)
     assert np.all(np.isfinite(prediction.numpy()))
-    graph = model.signatures["serving_default"].graph.as_graph_def()
+    graph = model.signatures[keys.SERVING_SIGNATURE].graph.as_graph_def()
     assert "DT_BFLOAT16" not in str(graph)
     assert tf_keras.mixed_precision.global_policy().name == "float32"  # restored after training
 
@@ -218,7 +218,7 @@ def test_mixed_bfloat16_training_exports_a_float32_model(task_data, tmp_path, ca
 # --- XLA ------------------------------------------------------------------------------------
 
 def test_train_step_compiles_with_xla_and_traces_once(task_data):
-    report = tpu_check.check(task_data.transform_dir, task_data.train_files,
+    report = tool_tpu_step.check(task_data.transform_dir, task_data.train_files,
                              TrainerConfig.create(per_replica_batch_size=32, steps_per_execution=4),
                              task_data.spec, steps=16)
     assert report.xla_ok, report.xla_error
@@ -241,10 +241,10 @@ def test_train_step_compiles_with_xla_and_traces_once(task_data):
 
 
 def test_budget_verdict_names_the_waiting_share():
-    slow_input = tpu_check.Budget(input_per_s=1_000, step_per_s=4_000)
+    slow_input = tool_tpu_step.Budget(input_per_s=1_000, step_per_s=4_000)
     assert slow_input.waiting == pytest.approx(0.75)
     assert slow_input.verdict().startswith("input-bound: the accelerator waits 75% of the time")
-    fast_input = tpu_check.Budget(input_per_s=8_000, step_per_s=4_000)
+    fast_input = tool_tpu_step.Budget(input_per_s=8_000, step_per_s=4_000)
     assert fast_input.waiting == 0
     assert fast_input.verdict().startswith("compute-bound: the input function delivers 2.0x")
 
@@ -265,7 +265,7 @@ def test_xla_failure_names_the_op(transformed_data):
         hidden = as_text(inputs[PACKED_NAMES[FLOAT]])
         return tf_keras.Model(inputs, tf_keras.layers.Dense(1, activation="sigmoid")(hidden))
 
-    report = tpu_check.check(transformed_data.transform_dir, transformed_data.train_files,
+    report = tool_tpu_step.check(transformed_data.transform_dir, transformed_data.train_files,
                              TrainerConfig.create(per_replica_batch_size=128), spec, steps=8,
                              build_model=string_model)
     assert not report.xla_ok and not report.ready

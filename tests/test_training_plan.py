@@ -61,7 +61,7 @@ def test_the_step_is_planned_in_one_place():
     assert calls["compile_model"] == {"trainer_module/plan.py"}
     assert calls["get_distribution_strategy"] == {"trainer_module/plan.py"}
     assert calls["set_global_policy"] == {"trainer_module/plan.py", "trainer_module/export.py"}
-    assert {"trainer_module/plan.py", "trainer_module/tpu_check.py",
+    assert {"trainer_module/plan.py", "trainer_module/tool_tpu_step.py",
             "bench/throughput.py"} <= calls["make_plan"]
     # run_fn and the Tuner's tuner_fn take plan and data from the same run_inputs.
     assert calls["run_inputs"] == {"trainer_module/run.py", "trainer_module/tuning.py"}

@@ -13,6 +13,8 @@ and the environment variables of `make run` can name a setting without its group
 import dataclasses
 from typing import Any
 
+from trainer_module.keys import TRAINER_CONFIG_KEY
+
 STRATEGIES = ("auto", "tpu", "mirrored", "multi_worker_mirrored")
 PRECISIONS = ("auto", "float32", "mixed_bfloat16")
 CACHE_MODES = ("auto", "memory", "none")
@@ -26,8 +28,6 @@ CHOICES = {"cache": CACHE_MODES, "lr_scaling": LR_SCALINGS, "lr_decay": LR_DECAY
 MAX_CROSS_BUCKETS = 46340
 # A refit longer than ten times the kept epochs trains far past anything the slice measured.
 MAX_REFIT_FACTOR = 10
-# The key under which the pipeline passes these settings in the Trainer's custom_config.
-CUSTOM_CONFIG_KEY = "trainer_config"
 # The key of the Tuner's trial budget in its custom_config (beside these settings).
 TUNER_TRIALS_KEY = "tuner_trials"
 
@@ -289,7 +289,7 @@ class TrainerConfig:
         values = dataclasses.asdict(self)
         values["model"]["hidden_units"] = list(self.model.hidden_units)
         values["runtime"]["profile_steps"] = list(self.runtime.profile_steps)
-        return {CUSTOM_CONFIG_KEY: values}
+        return {TRAINER_CONFIG_KEY: values}
 
     @classmethod
     def from_custom_config(cls, custom_config: dict[str, Any] | None) -> "TrainerConfig":
@@ -298,12 +298,12 @@ class TrainerConfig:
         Raises:
           TrainerConfigError: an unknown group or setting, or a value outside its form.
         """
-        values = dict((custom_config or {}).get(CUSTOM_CONFIG_KEY) or {})
+        values = dict((custom_config or {}).get(TRAINER_CONFIG_KEY) or {})
         unknown = sorted(set(values) - set(GROUPS))
         if unknown:
             raise TrainerConfigError(
                 f"unknown trainer setting group(s) {unknown} in custom_config"
-                f"[{CUSTOM_CONFIG_KEY!r}]: expected only {sorted(GROUPS)}")
+                f"[{TRAINER_CONFIG_KEY!r}]: expected only {sorted(GROUPS)}")
         groups = {}
         for group, group_cls in GROUPS.items():
             given = dict(values.get(group) or {})
@@ -312,7 +312,7 @@ class TrainerConfig:
             if extra:
                 raise TrainerConfigError(
                     f"unknown trainer setting(s) {extra} in custom_config"
-                    f"[{CUSTOM_CONFIG_KEY!r}][{group!r}]: expected only {sorted(known)}")
+                    f"[{TRAINER_CONFIG_KEY!r}][{group!r}]: expected only {sorted(known)}")
             groups[group] = group_cls(**given)
         return cls(**groups)
 

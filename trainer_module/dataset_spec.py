@@ -14,9 +14,8 @@ from typing import Any
 from trainer_module import tasks
 from trainer_module.config import ModelConfig, TrainerConfigError, TrainingConfig
 from trainer_module.features import KINDS, NUMERIC_TYPES, PACKED_NAMES, Output, transformed_name
+from trainer_module.keys import DATASET_SPEC_KEY
 
-# The key under which the pipeline passes the spec in Transform's and the Trainer's custom_config.
-CUSTOM_CONFIG_KEY = "dataset_spec"
 RULE_OPS = (">", ">=", "<", "<=")
 MISSING_LABELS = ("stop", "drop")
 SECTIONS = ("label", "features", "evaluation", "training", "model", "csv")
@@ -241,13 +240,13 @@ class DatasetSpec:
         (the export's contract carries it to `make predict`). Thresholds, slices and sizes are
         the Evaluator's and the runner's, so changing them re-runs neither."""
         values = self.to_dict()
-        return {CUSTOM_CONFIG_KEY: {k: values[k] for k in ("name", "label", "features", "csv")}}
+        return {DATASET_SPEC_KEY: {k: values[k] for k in ("name", "label", "features", "csv")}}
 
     @classmethod
     def from_custom_config(cls, custom_config: dict[str, Any] | None) -> "DatasetSpec":
-        values = (custom_config or {}).get(CUSTOM_CONFIG_KEY)
+        values = (custom_config or {}).get(DATASET_SPEC_KEY)
         if not values:
-            raise SpecError(f"custom_config has no {CUSTOM_CONFIG_KEY!r}: the pipeline passes "
+            raise SpecError(f"custom_config has no {DATASET_SPEC_KEY!r}: the pipeline passes "
                             "the dataset spec there (pipeline/dag.py)")
         return from_dict(values, source="custom_config", name=values.get("name", ""),
                          evaluation=False)

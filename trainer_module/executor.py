@@ -7,7 +7,7 @@ output); this executor hands the file pattern of its eval split to `run_fn` in
 `custom_config`. It lives here, not in pipeline/, because the TPU trainer image runs it.
 
 On Kubeflow Pipelines the warm-start model comes from a component that always writes a Model
-artifact (pipeline/served_model.py); one marked as holding no model is no base model.
+artifact (pipeline/components/served_model.py); one marked as holding no model is no base model.
 """
 
 from typing import Any
@@ -18,11 +18,12 @@ from tfx.components.trainer.fn_args_utils import FnArgs
 from tfx.types import standard_artifact_utils, standard_component_specs
 from tfx.utils import io_utils
 
+from trainer_module.keys import EVAL_SPLIT
+
 # The Trainer's input with ExampleGen's raw examples.
 RAW_EXAMPLES_KEY = "raw_examples"
 # The custom_config key that carries the raw eval split's file patterns to run_fn.
 RAW_EVAL_FILES_KEY = "raw_eval_files"
-EVAL_SPLIT = "eval"
 # Model custom property: 0 when the artifact holds no model (nothing was served yet).
 HAS_MODEL_KEY = "has_model"
 

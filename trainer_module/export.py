@@ -19,10 +19,10 @@ import tensorflow_transform as tft
 import tf_keras
 from absl import logging
 
+from trainer_module import keys
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.feature_signature import (
-    SIGNATURE_NAME,
     feature_inputs,
     input_signature,
     to_parsed,
@@ -99,9 +99,9 @@ def export_serving_model(
         # consumers here use the signatures, and skipping them halves the export time.
         save_traces=False,
         signatures={
-            "serving_default": serve_tf_examples.get_concrete_function(),
-            SIGNATURE_NAME: serve_features.get_concrete_function(),
-            "transform_features": transform_features.get_concrete_function(),
+            keys.SERVING_SIGNATURE: serve_tf_examples.get_concrete_function(),
+            keys.FEATURES_SIGNATURE: serve_features.get_concrete_function(),
+            keys.TRANSFORM_SIGNATURE: transform_features.get_concrete_function(),
         },
     )
     write_contract(export_dir, inputs, spec)

@@ -20,10 +20,10 @@ signatures run the same Transform graph and model and give the same predictions.
 import dataclasses
 from typing import Any
 
+from trainer_module import keys
 from trainer_module.missing import NO_EXTRA, is_missing
 from trainer_module.tf_names import tf_name
 
-SIGNATURE_NAME = "serving_features"
 MISSING_STRING = ""
 # Written beside the SavedModel (assets.extra/ travels with every copy and push of it): what
 # the model takes and answers, for callers without the dataset's schema.
@@ -211,7 +211,7 @@ def write_contract(export_dir: str, inputs: tuple[FeatureInput, ...], spec: Any)
         "task": spec.task,
         "label": label,
         "classes": list(spec.classes),
-        "signature": SIGNATURE_NAME,
+        "signature": keys.FEATURES_SIGNATURE,
         "inputs": [{"name": i.name, "key": i.key, "type": i.kind.upper(), "dtype": i.dtype,
                     "required": i.required, "missing": i.missing} for i in inputs],
         "outputs": [{"name": name, "meaning": meaning} for name, meaning in
@@ -240,7 +240,7 @@ def read_contract(model_dir: str) -> tuple[dict[str, Any], tuple[FeatureInput, .
     path = f"{model_dir.rstrip('/')}/{CONTRACT_FILE}"
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"{path} does not exist: this model was exported without the "
-                                f"{SIGNATURE_NAME} signature; train and push it again")
+                                f"{keys.FEATURES_SIGNATURE} signature; train and push it again")
     with tf.io.gfile.GFile(path) as f:
         contract = json.load(f)
     inputs = tuple(FeatureInput(i["name"], i["type"].lower(), i["required"])

@@ -16,7 +16,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras
 
-from trainer_module import tasks
+from trainer_module import keys, tasks
 from trainer_module.data import list_files
 from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.export import serving_raw_feature_spec
@@ -68,7 +68,7 @@ def compare(trained: tf_keras.Model, export_dir: str, examples: list[bytes], spe
     serialized = tf.constant(examples)
     key = spec.task_info.prediction_key
     with tf.device("/CPU:0"):
-        served = tf.saved_model.load(export_dir).signatures["serving_default"](
+        served = tf.saved_model.load(export_dir).signatures[keys.SERVING_SIGNATURE](
             examples=serialized)[key].numpy()
         raw = tf.io.parse_example(serialized, serving_raw_feature_spec(tf_transform_output, spec))
         inputs = model_inputs(tf_transform_output.transform_features_layer()(raw), spec)

@@ -17,7 +17,7 @@ import tf_keras
 from absl import logging
 from tfx.components.trainer.fn_args_utils import FnArgs
 
-from trainer_module import cache_size, data, early_stopping, model, strategy, tasks
+from trainer_module import cache_size, data, early_stopping, keys, model, strategy, tasks
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
 
@@ -365,7 +365,7 @@ def run_inputs(config: TrainerConfig, spec: DatasetSpec, fn_args: FnArgs,
     plan = make_plan(config, spec, fn_args.train_steps, examples=examples)
     # transform_graph_path: what TFX sets for the Trainer and the Tuner alike.
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
-    cache = plan.cache_decision({"train": fn_args.train_files}).cached["train"]
+    cache = plan.cache_decision({keys.TRAIN_SPLIT: fn_args.train_files}).cached[keys.TRAIN_SPLIT]
     train, validation = plan.datasets(fn_args.train_files,
                                       tf_transform_output.transformed_feature_spec(), cache)
     label_scale = (data.label_scale(fn_args.train_files, spec)

@@ -12,6 +12,8 @@ import tensorflow as tf
 import tf_keras
 from absl import logging
 
+from trainer_module import keys
+
 
 class WarmStartError(ValueError):
     """The baseline's weights do not fit the model being trained."""
@@ -24,7 +26,7 @@ def _name(variable: tf.Variable) -> str:
 def baseline_weights(export_dir: str) -> dict[str, np.ndarray]:
     """The exported model's weights by name: the variables its serving signature reads."""
     loaded = tf.saved_model.load(export_dir)  # owns the variables: keep it while reading them
-    return {_name(v): v.numpy() for v in loaded.signatures["serving_default"].variables}
+    return {_name(v): v.numpy() for v in loaded.signatures[keys.SERVING_SIGNATURE].variables}
 
 
 def restore(keras_model: tf_keras.Model, export_dir: str) -> int:

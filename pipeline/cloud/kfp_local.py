@@ -392,14 +392,15 @@ def _local_job_client(environment: ImageEnvironment, log_path: str):
 def _on_cpu(custom_config: dict[str, Any]) -> dict[str, Any]:
     """The Trainer's custom_config with strategy 'tpu' as 'auto': there is no TPU here, and
     'tpu' never falls back to the CPU by itself."""
-    from trainer_module.config import CUSTOM_CONFIG_KEY, TrainerConfig
+    from trainer_module.config import TrainerConfig
+    from trainer_module.keys import TRAINER_CONFIG_KEY
 
     trainer = TrainerConfig.from_custom_config(custom_config)
     if trainer.runtime.strategy != "tpu":
         return custom_config
     return {**custom_config,
-            CUSTOM_CONFIG_KEY: trainer.replace(strategy="auto").to_custom_config()[
-                CUSTOM_CONFIG_KEY]}
+            TRAINER_CONFIG_KEY: trainer.replace(strategy="auto").to_custom_config()[
+                TRAINER_CONFIG_KEY]}
 
 
 def run_vertex_trainer(vertex_spec: str, kfp_trainer: TaskRun, job_root: str,

@@ -43,7 +43,7 @@ def create_pipeline(cloud: settings.CloudConfig, target: str):
     """The DAG as it runs on `target`: in the pipeline image, with the cloud settings."""
     from pipeline import dag
 
-    return dag.create_pipeline(cloud.pipeline_config(), dag.KubeflowTarget(
+    return dag.create_pipeline(cloud.pipeline_config().validate(), dag.KubeflowTarget(
         image_project_dir=IMAGE_PROJECT_DIR, vertex_region=cloud.region,
         vertex_training_args=cloud.vertex_training_args(), resolvers=target == "vertex",
         vertex_serving_args=cloud.vertex_serving_args(), serving_image=cloud.serving_image,

@@ -15,14 +15,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline.cloud.tpu_types import TPU_TYPES
-from pipeline.datasets import dataset_name
-from pipeline.env_settings import BOOL_WORDS, from_env
+from pipeline.datasets import pipeline_name
+from pipeline.env_settings import BOOL_WORDS
 from pipeline.pipeline_config import (
     DEFAULT_DATASET,
     PIPELINE_NAME_RE,
-    PIPELINE_NAME_SUFFIX,
     ConfigError,
     PipelineConfig,
+    Settings,
+    configure,
 )
 
 TARGETS = ("vertex", "kfp")
@@ -188,8 +189,7 @@ class CloudConfig:
 
     def __post_init__(self) -> None:
         if not self.pipeline_name and isinstance(self.dataset, str):
-            object.__setattr__(self, "pipeline_name",
-                               dataset_name(self.dataset) + PIPELINE_NAME_SUFFIX)
+            object.__setattr__(self, "pipeline_name", pipeline_name(self.dataset))
 
     def problems(self) -> list[tuple[str, str]]:
         """(setting, what is wrong and the expected form) for every bad setting."""
@@ -375,13 +375,12 @@ class CloudConfig:
 
     def pipeline_config(self) -> PipelineConfig:
         """The PipelineConfig this cloud run trains with: gs:// paths, TPU settings."""
-        # The trainer settings go the way `make run`'s variables go, so the dataset spec's own
-        # batch size still applies.
-        trainer_env = {"WARM_START": "true" if self.warm_start else "false"}
+        # The dataset spec's own sizes (batch, budget, network) still apply under these.
+        trainer: dict[str, object] = {"warm_start": self.warm_start}
         if self.tpu:
-            trainer_env.update(STRATEGY="tpu", TPU_ADDRESS="local")
-        return from_env(
-            trainer_env, pipeline_name=self.pipeline_name, dataset=self.dataset,
+            trainer.update(strategy="tpu", tpu_address="local")
+        return configure(
+            Settings(trainer=trainer), pipeline_name=self.pipeline_name, dataset=self.dataset,
             data_dir=self.data_uri if self.data_source == "csv" else "",
             bigquery_query=self.bigquery_source, output_dir=self.output_dir,
             **({"train_steps": self.train_steps} if self.train_steps else {}),

@@ -14,7 +14,7 @@ import json
 from ml_metadata.proto import metadata_store_pb2
 
 from pipeline import names
-from trainer_module.dataset_spec import CUSTOM_CONFIG_KEY
+from trainer_module.keys import DATASET_SPEC_KEY
 
 
 def model_contract(store, model_id: int) -> dict | None:
@@ -27,7 +27,7 @@ def model_contract(store, model_id: int) -> dict | None:
     if names.CUSTOM_CONFIG not in execution.custom_properties:
         return None
     config = json.loads(execution.custom_properties[names.CUSTOM_CONFIG].string_value or "{}")
-    spec = (config or {}).get(CUSTOM_CONFIG_KEY)
+    spec = (config or {}).get(DATASET_SPEC_KEY)
     return {"label": spec.get("label"), "features": spec.get("features")} if spec else None
 
 

@@ -21,12 +21,12 @@ from typing import Any
 
 from pipeline import names
 from pipeline.env_settings import from_env
-from pipeline.pipeline_config import ConfigError, PipelineConfig
+from pipeline.pipeline_config import ConfigError, PipelineConfig, configure
 from pipeline.runs import eval_results, run_summary
+from trainer_module import keys
 
 REPORT_DIR = "report"
 CURVE_SPLITS = ("train", "validation")
-SERVING_SIGNATURE = "serving_default"
 
 
 @dataclasses.dataclass
@@ -211,14 +211,14 @@ def collect(config: PipelineConfig) -> ReportData:
     if found is not None and statistics is not None:
         anomalies = (anomaly_gate.empty_splits(statistics.uri, splits(statistics))
                      + anomaly_gate.describe_anomalies(found.uri, splits(found)))
-        spec = config.dataset_spec()
+        spec = config.spec
         if spec.missing_labels == "drop":
             unlabelled = anomaly_gate.unlabelled_rows(
                 statistics.uri, splits(statistics),
                 list(spec.rule.sources if spec.rule else (spec.label,)))
 
     examples = summary.output(names.CSV_EXAMPLE_GEN, names.EXAMPLES)
-    unparseable = (unparseable_dates(examples.uri, splits(examples), config.dataset_spec())
+    unparseable = (unparseable_dates(examples.uri, splits(examples), config.spec)
                    if examples is not None else {})
     pushed = summary.pushed_destination
     card = model_card(config, summary, pushed, splits) if pushed else None
@@ -420,7 +420,7 @@ def _push_section(data: ReportData) -> str:
                 + [["output", k, v] for k, v in signature.outputs.items()])
         table = _table(f"signature-{signature.name}", ["tensor", "name", "dtype [shape]"], rows)
         parts.append(f"<h3>Signature {_e(signature.name)}</h3>{table}"
-                     if signature.name == SERVING_SIGNATURE else
+                     if signature.name == keys.SERVING_SIGNATURE else
                      f"<details><summary>Signature {_e(signature.name)}</summary>{table}</details>")
     return "".join(parts) + served
 
@@ -454,7 +454,7 @@ def _card_section(data: ReportData) -> str:
              "</code></p>"]
     evaluation = data.evaluation
     if evaluation is not None:
-        task = data.config.dataset_spec().task_info
+        task = data.config.spec.task_info
         metrics = ["example_count"] + [m.tfma_name for m in task.metrics.values()]
         parts += ["<h3>Metrics per slice (eval split)</h3>",
                   _table("card-metrics", ["slice"] + metrics,
@@ -561,7 +561,7 @@ def render(data: ReportData, images: dict[str, str]) -> str:
             f"<style>{_STYLE}</style></head><body>"
             f"<h1>Run report: {_e(data.config.pipeline_name)}</h1>"
             f"<p>Dataset: <code>{_e(data.config.dataset)}</code> "
-            f"({_e(data.config.dataset_spec().task)}) · data: "
+            f"({_e(data.config.spec.task)}) · data: "
             f"<code>{_e(data.config.data_dir)}</code> · outputs: "
             f"<code>{_e(data.config.output_dir)}</code> · written {_e(generated)}</p>"
             f"{body}</body></html>")
@@ -577,7 +577,7 @@ def write_report(config: PipelineConfig) -> str:
     if data.curves:
         images["training"] = "training.png"
         plot_curves(data.curves, os.path.join(out, images["training"]))
-    task = config.dataset_spec().task_info
+    task = config.spec.task_info
     headline = task.metrics[task.headline].tfma_name
     if data.evaluation and any(headline in m for m in data.evaluation.slices.values()):
         images["slices"] = "slices.png"
@@ -602,7 +602,7 @@ def main(argv: list[str]) -> int:
     overrides = {k: v for k, v in (("dataset", args.dataset), ("output_dir", args.output_dir),
                                    ("pipeline_name", args.pipeline_name)) if v is not None}
     try:
-        config = from_env(**overrides)
+        config = configure(from_env(), **overrides)
         print(f"Run report: {write_report(config)}")
     except (ConfigError, ReportError) as e:
         print(f"error: {e}", file=sys.stderr)

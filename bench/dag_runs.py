@@ -24,7 +24,7 @@ import threading
 import time
 
 from pipeline import datasets
-from pipeline.pipeline_config import METADATA_FILE, PIPELINE_NAME_SUFFIX, REPO_ROOT, local_beam_args
+from pipeline.pipeline_config import METADATA_FILE, REPO_ROOT, local_beam_args
 from pipeline.runs import eval_results, run_summary
 
 RUNNER = os.path.join(REPO_ROOT, "pipeline", "local_runner.py")
@@ -35,7 +35,7 @@ DATASET = "taxi"
 def pipeline_name(dataset: str = DATASET) -> str:
     """The name `make run` gives this project's pipeline on `dataset`: its runs in MLMD and
     its serving dir go by it."""
-    return datasets.dataset_name(dataset) + PIPELINE_NAME_SUFFIX
+    return datasets.pipeline_name(dataset)
 
 
 TEMPLATE_NAME = "taxi-template"

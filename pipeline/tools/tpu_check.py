@@ -1,9 +1,9 @@
 """`make tpu-check`: the TPU readiness report on the latest run's Transform output.
 
-    python -m pipeline.tpu_check [--output-dir O]
+    python -m pipeline.tools.tpu_check [--output-dir O]
 
 Finds the run's Transform output in its ML Metadata store and hands the plain paths, the
-trainer settings and the dataset spec to trainer_module/tpu_check.py, which builds and compiles
+trainer settings and the dataset spec to trainer_module/tool_tpu_step.py, which builds and compiles
 the Trainer's step.
 """
 
@@ -24,7 +24,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         config = for_output_dir(args.dataset, args.output_dir)
-        spec = config.dataset_spec()
+        spec = config.spec
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -37,10 +37,10 @@ def main(argv: list[str]) -> int:
               "first", file=sys.stderr)
         return 2
     with console.session(config.output_dir, "tpu-check") as log:
-        from trainer_module import tpu_check
+        from trainer_module import tool_tpu_step
 
         try:
-            report = tpu_check.check(graph.uri, os.path.join(examples.uri, "Split-train", "*"),
+            report = tool_tpu_step.check(graph.uri, os.path.join(examples.uri, "Split-train", "*"),
                                      config.trainer, spec)
         except Exception:
             console.show_tail(log)

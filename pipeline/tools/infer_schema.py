@@ -10,8 +10,9 @@ import argparse
 import os
 import sys
 
-from pipeline import bootstrap, csv_check, datasets
+from pipeline import csv_check, datasets
 from pipeline.errors import ConfigError
+from pipeline.tools import bootstrap
 
 
 def main(argv: list[str] | None = None) -> int:

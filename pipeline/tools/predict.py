@@ -1,6 +1,6 @@
 """Scores a folder of new CSV rows with the latest model pushed to the output dir.
 
-    python -m pipeline.predict --data-dir new_rows/ [--dataset taxi] [--output-dir output/]
+    python -m pipeline.tools.predict --data-dir new_rows/ [--dataset taxi] [--output-dir output/]
 
 Writes <output dir>/predictions/<UTC time>/: for each input file, <file>.csv with its scored
 rows (every input column, then the prediction columns), rejected.csv with the rows that do not
@@ -76,10 +76,10 @@ def predict_folder(model_dir: str, data_dir: str, output_dir: str) -> dict:
     """
     import pandas as pd
 
-    from trainer_module import batch_predict
+    from trainer_module import tool_scoring
 
     files = input_files(data_dir)
-    predictor = batch_predict.load_predictor(model_dir)
+    predictor = tool_scoring.load_predictor(model_dir)
     folder = run_folder(output_dir)
     summary = {"model": model_dir, "data_dir": data_dir, "output": folder,
                "prediction_columns": list(predictor.output_columns), "files": {}}
@@ -98,7 +98,7 @@ def predict_folder(model_dir: str, data_dir: str, output_dir: str) -> dict:
                                      encoding="utf-8-sig", chunksize=CHUNK_ROWS,
                                      sep=predictor.delimiter)
                 for i, chunk in enumerate(chunks):
-                    predictions, reasons = batch_predict.score(predictor, chunk)
+                    predictions, reasons = tool_scoring.score(predictor, chunk)
                     good = chunk.loc[predictions.index].join(predictions)
                     good.to_csv(out_path, mode="w" if i == 0 else "a", header=i == 0,
                                 index=False, sep=predictor.delimiter)

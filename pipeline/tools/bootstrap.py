@@ -1,6 +1,7 @@
 """`make dataset`: a first spec and schema for a folder of CSV files, written for review.
 
-    python -m pipeline.bootstrap --name NAME --data-dir DIR --label COLUMN --task TASK [--force]
+    python -m pipeline.tools.bootstrap --name NAME --data-dir DIR --label COLUMN --task TASK
+        [--force]
 
 TFDV infers the schema (types, fixed shapes, presence) from the data; one pass over the CSV
 files measures each column (distinct values, missing cells, range, words per value), and each
@@ -27,7 +28,7 @@ import tempfile
 from pipeline import console, csv_check, datasets
 from pipeline.errors import ConfigError
 from pipeline.pipeline_config import DEFAULT_OUTPUT_DIR
-from trainer_module import datetimes, tasks
+from trainer_module import datetimes, keys, tasks
 from trainer_module.config import MAX_CROSS_BUCKETS, ModelConfig, TrainingConfig
 from trainer_module.features import NUMERIC_TYPES
 from trainer_module.missing import NO_EXTRA, folded, is_missing
@@ -359,7 +360,7 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
         thresholds = f"accuracy = {_toml(threshold)}"
     lines.append(f"missing = {_toml(missing)}")
     slices = _slice_columns(columns, types, label)
-    train_rows = label_column.present * 2 // 3  # CsvExampleGen's default 2:1 split
+    train_rows = keys.train_share(label_column.present)
     batch, epochs = training_budget(train_rows)
     size = network_size(train_rows)
     buckets = pair_buckets(train_rows)

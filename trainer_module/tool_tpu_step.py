@@ -20,7 +20,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras
 
-from trainer_module import data
+from trainer_module import data, keys
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.plan import TrainingPlan, make_plan
@@ -170,9 +170,9 @@ def check(
     plan = dataclasses.replace(plan, steps_per_execution=min(plan.steps_per_execution, steps))
     tft_output = tft.TFTransformOutput(transform_output)
     # Cached or streamed as the Trainer would: the budget measures the input it would get.
-    cache = plan.cache_decision({"train": train_files})
+    cache = plan.cache_decision({keys.TRAIN_SPLIT: train_files})
     dataset = plan.dataset(train_files, tft_output.transformed_feature_spec(), training=True,
-                           cache=cache.cached["train"])
+                           cache=cache.cached[keys.TRAIN_SPLIT])
     inputs_spec, label_spec = dataset.element_spec[:2]
     features = {n: (s.shape.as_list(), s.dtype.name) for n, s in inputs_spec.items()}
     keras_model = plan.compiled_model(tft_output, build=build_model)

@@ -9,7 +9,7 @@ import platform
 import re
 import textwrap
 
-from bench import dag
+from bench import dag_runs
 
 LIBRARIES = ("tfx", "tensorflow", "tensorflow-transform", "tfx-bsl", "apache-beam",
              "tensorflow-model-analysis", "ml-metadata", "tf-keras")
@@ -65,7 +65,7 @@ def median(values: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-PROJECT, TUNED, TEMPLATE = dag.PROJECT, dag.TUNED, dag.TEMPLATE
+PROJECT, TUNED, TEMPLATE = dag_runs.PROJECT, dag_runs.TUNED, dag_runs.TEMPLATE
 # The DAGs of a round, as the tables name them.
 DAG_NAMES = {PROJECT: "this project", TUNED: "tuned template",
              TEMPLATE: "TFX template (defaults)"}
@@ -318,9 +318,10 @@ def markdown(result: dict) -> str:
             lines += _settings(result)
         lines += _scale_table(result) + _stage_tables(result)
         lines += ["Memory is each run's process tree (the runner and any Beam workers), sampled "
-                  f"as its summed proportional set size every {dag.SAMPLE_INTERVAL_S:g} s, or "
-                  "further apart where one sample takes longer, so that sampling never takes "
-                  f"more than {dag.SAMPLE_SHARE:.0%} of a core; a page shared between processes "
+                  "as its summed proportional set size every "
+                  f"{dag_runs.SAMPLE_INTERVAL_S:g} s, or further apart where one sample takes "
+                  "longer, so that sampling never takes more than "
+                  f"{dag_runs.SAMPLE_SHARE:.0%} of a core; a page shared between processes "
                   "counts once. Components run one after another in one process, so a peak "
                   "includes what earlier ones left.", ""]
         memory = [s for s in result["scale"] if s.get("trainer_memory")]
