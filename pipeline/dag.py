@@ -90,9 +90,52 @@ def eval_config(spec: DatasetSpec) -> tfma.EvalConfig:
     )
 
 
+class LocalTarget:
+    """The DAG on this machine: LocalDagRunner, ML Metadata in the SQLite file under the output
+    dir, TFX's resolvers, and a staged push into the serving dir. The other targets override
+    what differs."""
+
+    def schema_file(self, config: PipelineConfig) -> str:
+        """Where ImportSchemaGen reads the schema when the step runs."""
+        return config.schema_path
+
+    def trainer(self, trainer_config: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """The Trainer's component factory and its custom_config."""
+        return Trainer, trainer_config
+
+    def warm_start_model(self, config: PipelineConfig) -> Any:
+        """The node whose `model` output is the Trainer's base_model: the latest blessed model."""
+        return latest_blessed_model()
+
+    def baseline_model(self, config: PipelineConfig, candidate: Any) -> Any:
+        """The node whose `model` output is the Evaluator's baseline."""
+        return baseline_resolver(candidate)
+
+    def pusher(self, config: PipelineConfig, model: Any, blessing: Any) -> Any:
+        """A filesystem push to the serving dir: on a local disk staged, then renamed into
+        place, so a version appears whole."""
+        pusher_class = Pusher if is_remote(config.serving_model_dir) else StagedPusher
+        return pusher_class(
+            model=model, model_blessing=blessing,
+            push_destination=pusher_pb2.PushDestination(
+                filesystem=pusher_pb2.PushDestination.Filesystem(
+                    base_directory=config.serving_model_dir)),
+        ).with_id(names.PUSHER)
+
+    def after_push(self, spec: DatasetSpec, trainer: Any, evaluator: Any) -> list[Any]:
+        """Nodes after the Pusher (none here)."""
+        return []
+
+    def metadata_connection(self, config: PipelineConfig) -> Any:
+        return sqlite_metadata_connection_config(config.metadata_path)
+
+
+LOCAL = LocalTarget()
+
+
 @dataclasses.dataclass(frozen=True)
-class KubeflowTarget:
-    """What changes when the DAG runs in containers on Kubeflow Pipelines 2 / Vertex AI.
+class KubeflowTarget(LocalTarget):
+    """The DAG in containers on Kubeflow Pipelines 2 / Vertex AI.
 
     image_project_dir: where the pipeline image holds this project (files such as the schema
       are read there at run time).
@@ -118,12 +161,49 @@ class KubeflowTarget:
     serving_image: str = ""
     batch_predict_uri: str = ""
 
+    def schema_file(self, config: PipelineConfig) -> str:
+        """The schema's path inside the pipeline image."""
+        relative = os.path.relpath(config.schema_path, REPO_ROOT)
+        if relative.startswith(".."):
+            raise ConfigError(f"dataset={config.dataset!r}: its schema {config.schema_path} "
+                              "is outside the project, and the pipeline image holds only the "
+                              "project's files; put the dataset's folder under schemas/")
+        return f"{self.image_project_dir.rstrip('/')}/{relative}"
 
-def _pusher(config: PipelineConfig, kubeflow: KubeflowTarget | None, model: Any,
-            blessing: Any) -> Any:
-    """TFX's Vertex Pusher when an endpoint is configured; else a filesystem push to the
-    serving dir (on a local disk staged, then renamed into place, so a version appears whole)."""
-    if kubeflow is not None and kubeflow.vertex_serving_args:
+    def trainer(self, trainer_config: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """With Vertex training args, the Trainer step submits a Vertex AI CustomJob (the TPU
+        machine, the TPU trainer image) that runs run_fn, and waits for it."""
+        if not self.vertex_training_args:
+            return Trainer, trainer_config
+        from tfx.v1.extensions import google_cloud_ai_platform as vertex
+
+        from pipeline.components.vertex_trainer import vertex_trainer
+
+        return vertex_trainer, {
+            **trainer_config,
+            vertex.ENABLE_VERTEX_KEY: True,
+            vertex.VERTEX_REGION_KEY: self.vertex_region,
+            vertex.TRAINING_ARGS_KEY: dict(self.vertex_training_args),
+        }
+
+    def warm_start_model(self, config: PipelineConfig) -> Any:
+        if self.resolvers:
+            return latest_blessed_model()
+        return served_model(config.serving_model_dir, names.WARM_START_RESOLVER)
+
+    def baseline_model(self, config: PipelineConfig, candidate: Any) -> Any:
+        """TFX's built-in baseline resolver, the only kind Vertex compiles (see
+        pipeline/components/baseline_resolver.py); on Kubeflow Pipelines, which runs no
+        resolvers, the newest model in the serving dir."""
+        if self.resolvers:
+            return baseline_resolver(candidate, portable=True)
+        return served_model(config.serving_model_dir, names.BASELINE_RESOLVER,
+                            candidate=candidate)
+
+    def pusher(self, config: PipelineConfig, model: Any, blessing: Any) -> Any:
+        """TFX's Vertex Pusher when an endpoint is configured; else the filesystem push."""
+        if not self.vertex_serving_args:
+            return super().pusher(config, model, blessing)
         from tfx.extensions.google_cloud_ai_platform import constants as vertex
         from tfx.extensions.google_cloud_ai_platform.pusher.component import (
             Pusher as VertexPusher,
@@ -131,17 +211,19 @@ def _pusher(config: PipelineConfig, kubeflow: KubeflowTarget | None, model: Any,
 
         return VertexPusher(model=model, model_blessing=blessing, custom_config={
             vertex.ENABLE_VERTEX_KEY: True,
-            vertex.VERTEX_REGION_KEY: kubeflow.vertex_region,
-            vertex.VERTEX_CONTAINER_IMAGE_URI_KEY: kubeflow.serving_image,
-            vertex.SERVING_ARGS_KEY: dict(kubeflow.vertex_serving_args),
+            vertex.VERTEX_REGION_KEY: self.vertex_region,
+            vertex.VERTEX_CONTAINER_IMAGE_URI_KEY: self.serving_image,
+            vertex.SERVING_ARGS_KEY: dict(self.vertex_serving_args),
         }).with_id(names.PUSHER)
-    pusher_class = Pusher if is_remote(config.serving_model_dir) else StagedPusher
-    return pusher_class(
-        model=model, model_blessing=blessing,
-        push_destination=pusher_pb2.PushDestination(
-            filesystem=pusher_pb2.PushDestination.Filesystem(
-                base_directory=config.serving_model_dir)),
-    ).with_id(names.PUSHER)
+
+    def after_push(self, spec: DatasetSpec, trainer: Any, evaluator: Any) -> list[Any]:
+        """With batch_predict_uri, the new rows' ExampleGen and the BulkInferrer."""
+        if not self.batch_predict_uri:
+            return []
+        return _batch_predict(self.batch_predict_uri, spec, trainer, evaluator)
+
+    def metadata_connection(self, config: PipelineConfig) -> Any:
+        return None  # the orchestrator's own metadata store
 
 
 def _batch_predict(uri: str, spec: DatasetSpec, trainer: Any, evaluator: Any) -> list[Any]:
@@ -179,54 +261,27 @@ def _batch_predict(uri: str, spec: DatasetSpec, trainer: Any, evaluator: Any) ->
     return [rows, inferrer]
 
 
-def create_pipeline(config: PipelineConfig,
-                    kubeflow: KubeflowTarget | None = None) -> Pipeline:
+def create_pipeline(config: PipelineConfig, target: LocalTarget = LOCAL) -> Pipeline:
     """CsvExampleGen → StatisticsGen → ImportSchemaGen → ExampleValidator → AnomalyGate →
     Transform → Trainer → Resolver(baseline model) → Evaluator → Pusher; with warm_start, a
-    resolver of the latest blessed model feeds the Trainer's base_model.
-
-    Local runs (kubeflow=None) keep ML Metadata in the SQLite file under the output dir.
-    Kubeflow/Vertex runs use the orchestrator's metadata and paths inside the image; Vertex
-    runs TFX's built-in baseline resolver (the only kind it compiles; see
-    pipeline/components/baseline_resolver.py), Kubeflow Pipelines, which runs no resolvers, the
-    newest model in the serving dir (pipeline/components/served_model.py). With
-    config.bigquery_query,
-    BigQueryExampleGen reads the examples instead of CsvExampleGen.
+    resolver of the latest blessed model feeds the Trainer's base_model. With
+    config.bigquery_query, BigQueryExampleGen reads the examples instead of CsvExampleGen.
 
     Args:
       config: this run's settings, validated (`PipelineConfig.validate`).
-      kubeflow: None for a local run; else what changes in containers.
+      target: where the DAG runs: LOCAL, or a KubeflowTarget (what changes in containers).
 
     Returns:
       The TFX Pipeline, for any TFX runner.
 
     Raises:
-      ConfigError: a setting, the dataset spec or the data is not as expected.
+      ConfigError: the target cannot run this dataset (a schema outside the project, in an
+        image).
     """
     spec = config.spec
-    schema_file = config.schema_path
-    if kubeflow is not None:
-        relative = os.path.relpath(config.schema_path, REPO_ROOT)
-        if relative.startswith(".."):
-            raise ConfigError(f"dataset={config.dataset!r}: its schema {config.schema_path} "
-                              "is outside the project, and the pipeline image holds only the "
-                              "project's files; put the dataset's folder under schemas/")
-        schema_file = f"{kubeflow.image_project_dir.rstrip('/')}/{relative}"
-
-    if config.bigquery_query:
-        from tfx.extensions.google_cloud_big_query.example_gen.component import (
-            BigQueryExampleGen,
-        )
-
-        example_gen = BigQueryExampleGen(query=config.bigquery_query)
-    else:
-        example_gen = CsvExampleGen(
-            input_base=config.data_dir,
-            input_config=csv_input_config(),
-            delimiter=spec.delimiter, missing_values=spec.missing_values,
-        )
+    example_gen = _example_gen(config)
     statistics_gen = StatisticsGen(examples=example_gen.outputs[names.EXAMPLES])
-    schema_gen = ImportSchemaGen(schema_file=schema_file,
+    schema_gen = ImportSchemaGen(schema_file=target.schema_file(config),
                                  schema_hash=file_hash(config.schema_path))
     example_validator = ExampleValidator(
         statistics=statistics_gen.outputs[names.STATISTICS],
@@ -238,7 +293,69 @@ def create_pipeline(config: PipelineConfig,
                                statistics=statistics_gen.outputs[names.STATISTICS],
                                label_columns=",".join(label_columns),
                                missing_labels=spec.missing_labels)
-    transform = Transform(
+    transform = _transform(spec, example_gen, schema_gen)
+    transform.add_upstream_node(anomaly_gate)
+    make_trainer, trainer_config = target.trainer(
+        {**config.trainer.to_custom_config(), **spec.to_custom_config()})
+    # Warm start: the Trainer begins from the latest blessed model. Every run then depends on
+    # the last blessing, so it trains anew even when nothing else changed.
+    warm_start = (target.warm_start_model(config) if config.trainer.training.warm_start
+                  else None)
+    tuner = _tuner(config, transform, trainer_config) if config.tune else None
+    trainer = make_trainer(
+        run_fn=RUN_FN,
+        hyperparameters=tuner.outputs[names.BEST_HYPERPARAMETERS] if tuner else None,
+        examples=transform.outputs[names.TRANSFORMED_EXAMPLES],
+        raw_examples=example_gen.outputs[names.EXAMPLES],
+        transform_graph=transform.outputs[names.TRANSFORM_GRAPH],
+        schema=schema_gen.outputs[names.SCHEMA],
+        base_model=warm_start.outputs[names.MODEL] if warm_start else None,
+        # num_steps 0 reaches run_fn as None: the budget is the trainer's epochs.
+        train_args=trainer_pb2.TrainArgs(num_steps=config.train_steps or 0),
+        eval_args=trainer_pb2.EvalArgs(num_steps=config.eval_steps or 0),
+        custom_config=trainer_config,
+    )
+    model_resolver = target.baseline_model(config, trainer.outputs[names.MODEL])
+    evaluator = Evaluator(
+        examples=example_gen.outputs[names.EXAMPLES],
+        model=trainer.outputs[names.MODEL],
+        baseline_model=model_resolver.outputs[names.MODEL],
+        schema=schema_gen.outputs[names.SCHEMA],
+        eval_config=eval_config(spec),
+    )
+    pusher = target.pusher(config, trainer.outputs[names.MODEL],
+                           evaluator.outputs[names.BLESSING])
+    components = [example_gen, statistics_gen, schema_gen, example_validator, anomaly_gate,
+                  transform, *([warm_start] if warm_start else []), *([tuner] if tuner else []),
+                  trainer, model_resolver, evaluator, pusher,
+                  *target.after_push(spec, trainer, evaluator)]
+    for component in components:
+        key_step(component)
+    return Pipeline(
+        pipeline_name=config.pipeline_name,
+        pipeline_root=config.pipeline_root,
+        components=components,
+        enable_cache=config.enable_cache,
+        metadata_connection_config=target.metadata_connection(config),
+        beam_pipeline_args=list(config.beam_pipeline_args),
+    )
+
+
+def _example_gen(config: PipelineConfig) -> Any:
+    """CsvExampleGen over the data dir, or BigQueryExampleGen with the configured query."""
+    if config.bigquery_query:
+        from tfx.extensions.google_cloud_big_query.example_gen.component import (
+            BigQueryExampleGen,
+        )
+
+        return BigQueryExampleGen(query=config.bigquery_query)
+    return CsvExampleGen(input_base=config.data_dir, input_config=csv_input_config(),
+                         delimiter=config.spec.delimiter,
+                         missing_values=config.spec.missing_values)
+
+
+def _transform(spec: DatasetSpec, example_gen: Any, schema_gen: Any) -> Transform:
+    return Transform(
         examples=example_gen.outputs[names.EXAMPLES],
         schema=schema_gen.outputs[names.SCHEMA],
         preprocessing_fn=PREPROCESSING_FN,
@@ -255,85 +372,18 @@ def create_pipeline(config: PipelineConfig,
         disable_analyzer_cache=True,
         custom_config=spec.to_custom_config(),
     )
-    transform.add_upstream_node(anomaly_gate)
-    trainer_config = {**config.trainer.to_custom_config(), **spec.to_custom_config()}
-    make_trainer = Trainer
-    if kubeflow is not None and kubeflow.vertex_training_args:
-        # The Trainer step submits a Vertex AI CustomJob (the TPU machine, the TPU trainer
-        # image) that runs run_fn, and waits for it.
-        from tfx.v1.extensions import google_cloud_ai_platform as vertex
 
-        from pipeline.components.vertex_trainer import vertex_trainer
 
-        make_trainer = vertex_trainer
-        trainer_config.update({
-            vertex.ENABLE_VERTEX_KEY: True,
-            vertex.VERTEX_REGION_KEY: kubeflow.vertex_region,
-            vertex.TRAINING_ARGS_KEY: dict(kubeflow.vertex_training_args),
-        })
-    # Warm start: the Trainer begins from the latest blessed model. Every run then depends on
-    # the last blessing, so it trains anew even when nothing else changed.
-    resolvers = kubeflow is None or kubeflow.resolvers
-    warm_start = None
-    if config.trainer.training.warm_start:
-        warm_start = (latest_blessed_model() if resolvers else
-                      served_model(config.serving_model_dir, names.WARM_START_RESOLVER))
-    tuner = None
-    if config.tune:
-        # TFX's Tuner: KerasTuner's search on the Trainer's own plan; the Trainer starts from
-        # its best values.
-        from tfx.components import Tuner
+def _tuner(config: PipelineConfig, transform: Transform, trainer_config: dict[str, Any]) -> Any:
+    """TFX's Tuner: KerasTuner's search on the Trainer's own plan; the Trainer starts from its
+    best values."""
+    from tfx.components import Tuner
 
-        tuner = Tuner(
-            tuner_fn=TUNER_FN,
-            examples=transform.outputs[names.TRANSFORMED_EXAMPLES],
-            transform_graph=transform.outputs[names.TRANSFORM_GRAPH],
-            train_args=trainer_pb2.TrainArgs(num_steps=config.train_steps or 0),
-            eval_args=trainer_pb2.EvalArgs(num_steps=config.eval_steps or 0),
-            custom_config={**trainer_config, TUNER_TRIALS_KEY: config.tune_trials},
-        ).with_id(names.TUNER)
-    trainer = make_trainer(
-        run_fn=RUN_FN,
-        hyperparameters=tuner.outputs[names.BEST_HYPERPARAMETERS] if tuner else None,
+    return Tuner(
+        tuner_fn=TUNER_FN,
         examples=transform.outputs[names.TRANSFORMED_EXAMPLES],
-        raw_examples=example_gen.outputs[names.EXAMPLES],
         transform_graph=transform.outputs[names.TRANSFORM_GRAPH],
-        schema=schema_gen.outputs[names.SCHEMA],
-        base_model=warm_start.outputs[names.MODEL] if warm_start else None,
-        # num_steps 0 reaches run_fn as None: the budget is the trainer's epochs.
         train_args=trainer_pb2.TrainArgs(num_steps=config.train_steps or 0),
         eval_args=trainer_pb2.EvalArgs(num_steps=config.eval_steps or 0),
-        custom_config=trainer_config,
-    )
-    if resolvers:
-        model_resolver = baseline_resolver(trainer.outputs[names.MODEL],
-                                           portable=kubeflow is not None)
-    else:
-        model_resolver = served_model(config.serving_model_dir, names.BASELINE_RESOLVER,
-                                      candidate=trainer.outputs[names.MODEL])
-    evaluator = Evaluator(
-        examples=example_gen.outputs[names.EXAMPLES],
-        model=trainer.outputs[names.MODEL],
-        baseline_model=model_resolver.outputs[names.MODEL],
-        schema=schema_gen.outputs[names.SCHEMA],
-        eval_config=eval_config(spec),
-    )
-    pusher = _pusher(config, kubeflow, trainer.outputs[names.MODEL],
-                     evaluator.outputs[names.BLESSING])
-    batch_predict = (_batch_predict(kubeflow.batch_predict_uri, spec, trainer, evaluator)
-                     if kubeflow is not None and kubeflow.batch_predict_uri else [])
-    components = [example_gen, statistics_gen, schema_gen, example_validator, anomaly_gate,
-                  transform, *([warm_start] if warm_start else []), *([tuner] if tuner else []),
-                  trainer, model_resolver,
-                  evaluator, pusher, *batch_predict]
-    for component in components:
-        key_step(component)
-    return Pipeline(
-        pipeline_name=config.pipeline_name,
-        pipeline_root=config.pipeline_root,
-        components=components,
-        enable_cache=config.enable_cache,
-        metadata_connection_config=None if kubeflow is not None else (
-            sqlite_metadata_connection_config(config.metadata_path)),
-        beam_pipeline_args=list(config.beam_pipeline_args),
-    )
+        custom_config={**trainer_config, TUNER_TRIALS_KEY: config.tune_trials},
+    ).with_id(names.TUNER)

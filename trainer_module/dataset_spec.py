@@ -316,12 +316,29 @@ def from_dict(values: Any, source: str, name: str, evaluation: bool = True) -> D
         raise SpecError(f"{source}: the spec is empty: expected the tables [label] (column, "
                         "task), [features] (a role per column) and [evaluation] (thresholds)")
     r.unknown(values, "", SECTIONS + ("name",))
-    label = r.table(values.get("label"), "label")
+    label = _label_section(r, r.table(values.get("label"), "label"))
+    features = _features(r, r.table(values.get("features"), "features"))
+    answer = label["rule"].column if label["rule"] else label["label"]
+    for f in features:
+        if f.column in (answer, label["label"]):
+            raise r.fail(f"features.{f.column}", f.role,
+                         "no role: it holds the label, which is absent when the model serves")
+    slices, thresholds = _evaluation_section(
+        r, r.table(values.get("evaluation"), "evaluation", required=evaluation), features,
+        label["task"], evaluation)
+    spec = DatasetSpec(
+        name=name, features=features, thresholds=thresholds, slices=slices, **label,
+        model=_model_settings(r, r.table(values.get("model"), "model", required=False)),
+        **_training_section(r, r.table(values.get("training"), "training", required=False)),
+        **_csv_section(r, r.table(values.get("csv"), "csv", required=False)))
+    _check_outputs(r, spec)
+    return spec
+
+
+def _label_section(r: _Reader, label: dict) -> dict[str, Any]:
+    """[label]: the DatasetSpec fields it sets (task, label, classes, rule, loss, missing)."""
     r.unknown(label, "label", ("column", "task", "classes", "rule", "loss", "missing"))
     task = r.string(label, "task", "label", tuple(tasks.TASKS))
-    column = r.string(label, "column", "label")
-    classes = _classes(r, label, task)
-    rule = _rule(r, label.get("rule"), task)
     regression_loss = "mse"
     if task == tasks.REGRESSION:
         regression_loss = label.get("loss", "mse")
@@ -333,14 +350,14 @@ def from_dict(values: Any, source: str, name: str, evaluation: bool = True) -> D
     missing = label.get("missing", "stop")
     if missing not in MISSING_LABELS:
         raise r.fail("label.missing", missing, f"one of {', '.join(MISSING_LABELS)}")
+    return {"task": task, "label": r.string(label, "column", "label"),
+            "classes": _classes(r, label, task), "rule": _rule(r, label.get("rule"), task),
+            "regression_loss": regression_loss, "missing_labels": missing}
 
-    features = _features(r, r.table(values.get("features"), "features"))
-    answer = rule.column if rule else column
-    for f in features:
-        if f.column in (answer, column):
-            raise r.fail(f"features.{f.column}", f.role,
-                         "no role: it holds the label, which is absent when the model serves")
-    table = r.table(values.get("evaluation"), "evaluation", required=evaluation)
+
+def _evaluation_section(r: _Reader, table: dict, features: tuple[Feature, ...], task: str,
+                        evaluation: bool) -> tuple[tuple[str, ...], tuple[Threshold, ...]]:
+    """[evaluation]: (slices, thresholds); a slice must be a column the model reads."""
     r.unknown(table, "evaluation", ("slices", "thresholds"))
     slices = table.get("slices", [])
     if not isinstance(slices, list) or not all(isinstance(s, str) and s for s in slices):
@@ -352,7 +369,11 @@ def from_dict(values: Any, source: str, name: str, evaluation: bool = True) -> D
                          "is not 'ignore'), so the Evaluator finds them in each example")
     thresholds = _thresholds(r, r.table(table.get("thresholds"), "evaluation.thresholds"),
                              task) if evaluation else ()
-    training = r.table(values.get("training"), "training", required=False)
+    return tuple(slices), thresholds
+
+
+def _training_section(r: _Reader, training: dict) -> dict[str, Any]:
+    """[training]: the TrainingConfig settings and the budget it sets."""
     r.unknown(training, "training", TRAINING_KEYS)
     budget = {}
     for key in TRAINING_CONFIG_KEYS:
@@ -369,8 +390,11 @@ def from_dict(values: Any, source: str, name: str, evaluation: bool = True) -> D
                                   or value < 1):
             raise r.fail(f"training.{key}", value, "a whole number >= 1")
         budget[key] = value
-    model = _model_settings(r, r.table(values.get("model"), "model", required=False))
-    dialect = r.table(values.get("csv"), "csv", required=False)
+    return budget
+
+
+def _csv_section(r: _Reader, dialect: dict) -> dict[str, Any]:
+    """[csv]: the delimiter and the extra words that mean "no value"."""
     r.unknown(dialect, "csv", CSV_KEYS)
     delimiter = dialect.get("delimiter", ",")
     if delimiter not in DELIMITERS:
@@ -380,11 +404,12 @@ def from_dict(values: Any, source: str, name: str, evaluation: bool = True) -> D
     if not isinstance(markers, list) or not all(isinstance(m, str) and m.strip()
                                                 for m in markers):
         raise r.fail("csv.missing_values", markers, 'a list of words, e.g. ["?", "-"]')
-    spec = DatasetSpec(name=name, task=task, label=column, features=features,
-                       thresholds=thresholds, classes=classes, rule=rule, slices=tuple(slices),
-                       regression_loss=regression_loss, missing_labels=missing,
-                       model=model, delimiter=delimiter, missing_values=tuple(markers),
-                       **budget)
+    return {"delimiter": delimiter, "missing_values": tuple(markers)}
+
+
+def _check_outputs(r: _Reader, spec: DatasetSpec) -> None:
+    """Each transformed feature is written once, some feature is read, and the label's
+    transformed name is not one of the packed model inputs'."""
     names = [o.name for o in spec.model_outputs()]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:
@@ -394,10 +419,9 @@ def from_dict(values: Any, source: str, name: str, evaluation: bool = True) -> D
         raise r.fail("features", {}, "at least one column with a role other than 'ignore'")
     taken = set(spec.label_outputs) & set(PACKED_NAMES.values())
     if taken:
-        raise r.fail("label.column", column, f"a column whose transformed label is not "
+        raise r.fail("label.column", spec.label, f"a column whose transformed label is not "
                      f"{taken.pop()!r}, the name of Transform's packed model inputs: rename "
                      "the column in the CSV and the schema")
-    return spec
 
 
 def _classes(r: _Reader, label: dict, task: str) -> tuple[str, ...]:

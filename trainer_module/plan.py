@@ -17,7 +17,16 @@ import tf_keras
 from absl import logging
 from tfx.components.trainer.fn_args_utils import FnArgs
 
-from trainer_module import cache_size, data, early_stopping, keys, model, strategy, tasks
+from trainer_module import (
+    cache_size,
+    data,
+    early_stopping,
+    keys,
+    model,
+    strategy,
+    tasks,
+    warm_start,
+)
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
 
@@ -222,6 +231,39 @@ class TrainingPlan:
         epochs = math.ceil(self.config.training.refit_factor * kept_epoch)
         rows = self.fit_examples + self.validation_examples
         return epochs, round(self.steps_per_epoch * rows / self.fit_examples)
+
+    def refit(self, inputs: "RunInputs", kept_epoch: int, train_files: str | list[str],
+              callbacks: Callable[[int], list[tf_keras.callbacks.Callback]],
+              base_model: str | None = None) -> tuple[tf_keras.Model, int]:
+        """A fresh model trained on every training row (the validation slice's too) for
+        refit_factor × `kept_epoch` epochs (TrainingConfig.refit_factor says when that pays).
+
+        Args:
+          inputs: this run's inputs (Transform's output, the label's scale, the cache choice).
+          kept_epoch: the epoch early stopping kept.
+          train_files: the training split's files.
+          callbacks: the refit's callbacks, given its number of epochs.
+          base_model: the blessed model to warm-start from, when warm_start is on.
+
+        Returns:
+          (the refitted model, its epochs).
+        """
+        epochs, steps = self.refit_budget(kept_epoch)
+        logging.info("Refitting on all %d training rows (the validation slice's too): %d epochs "
+                     "of %d steps, refit_factor %g × the kept epoch %d",
+                     self.fit_examples + self.validation_examples, epochs, steps,
+                     self.config.training.refit_factor, kept_epoch)
+        # Every row of the training split, shuffled as the fit rows are; the first fit
+        # profiled the steps, if asked.
+        train = self.dataset(train_files, inputs.tf_transform_output.transformed_feature_spec(),
+                             training=True, cache=inputs.train_cached, part=data.ALL)
+        keras_model = self.compiled_model(inputs.tf_transform_output, inputs.label_scale,
+                                          train_steps=epochs * steps)
+        if self.config.training.warm_start and base_model:
+            warm_start.restore(keras_model, base_model)
+        keras_model.fit(train, epochs=epochs, steps_per_epoch=steps, verbose=0,
+                        callbacks=callbacks(epochs))
+        return keras_model, epochs
 
     def compiled_model(
         self,

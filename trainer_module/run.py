@@ -8,7 +8,6 @@ from absl import logging
 from tfx.components.trainer.fn_args_utils import FnArgs
 
 from trainer_module import (
-    data,
     early_stopping,
     export,
     host_threads,
@@ -19,7 +18,7 @@ from trainer_module import (
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.executor import RAW_EVAL_FILES_KEY
-from trainer_module.plan import RunInputs, TrainingPlan, run_inputs
+from trainer_module.plan import run_inputs
 
 
 def check_tpu_paths(fn_args: FnArgs) -> None:
@@ -74,29 +73,6 @@ def _callbacks(run_dir: str, epochs: int, *extra: tf_keras.callbacks.Callback,
     ]
 
 
-def _refit(plan: TrainingPlan, inputs: RunInputs, record: early_stopping.TrainingRecord,
-           fn_args: FnArgs) -> tf_keras.Model:
-    """A fresh model trained on every training row for refit_factor × the kept epochs
-    (TrainingConfig.refit_factor says when that pays)."""
-    epochs, steps = plan.refit_budget(record.best_epoch)
-    logging.info("Refitting on all %d training rows (the validation slice's too): %d epochs of "
-                 "%d steps, refit_factor %g × the kept epoch %d", plan.fit_examples
-                 + plan.validation_examples, epochs, steps, plan.config.training.refit_factor,
-                 record.best_epoch)
-    # Every row of the training split, shuffled as the fit rows are; the first fit profiled
-    # the steps, if asked.
-    train = plan.dataset(fn_args.train_files, inputs.tf_transform_output.transformed_feature_spec(),
-                         training=True, cache=inputs.train_cached, part=data.ALL)
-    keras_model = plan.compiled_model(inputs.tf_transform_output, inputs.label_scale,
-                                      train_steps=epochs * steps)
-    if plan.config.training.warm_start and fn_args.base_model:
-        warm_start.restore(keras_model, fn_args.base_model)
-    keras_model.fit(train, epochs=epochs, steps_per_epoch=steps, verbose=0,
-                    callbacks=_callbacks(os.path.join(fn_args.model_run_dir, REFIT_DIR), epochs))
-    record.refit_epochs = epochs
-    return keras_model
-
-
 def run_fn(fn_args: FnArgs) -> None:
     """TFX Trainer entry point (GenericExecutor).
 
@@ -111,14 +87,17 @@ def run_fn(fn_args: FnArgs) -> None:
       warm_start.WarmStartError: the blessed model's shapes do not fit the new model.
       parity.ExportParityError: the export does not answer as the trained model does.
     """
-    config = tuning.apply(TrainerConfig.from_custom_config(fn_args.custom_config),
-                          fn_args.hyperparameters)
-    host_threads.apply(config)
+    given = tuning.apply(TrainerConfig.from_custom_config(fn_args.custom_config),
+                         fn_args.hyperparameters)
+    host_threads.apply(given)
     spec = DatasetSpec.from_custom_config(fn_args.custom_config)
     raw_eval_files = _raw_eval_files(fn_args)
-    inputs = run_inputs(config, spec, fn_args)
+    inputs = run_inputs(given, spec, fn_args)
+    # From here on the plan's settings are the run's (the plan may drop a validation slice
+    # too small to score).
     plan, tf_transform_output, label_scale = (inputs.plan, inputs.tf_transform_output,
                                               inputs.label_scale)
+    config = plan.config
     if plan.tpu:
         check_tpu_paths(fn_args)
     if config.training.warm_start and not fn_args.base_model:
@@ -130,7 +109,7 @@ def run_fn(fn_args: FnArgs) -> None:
         logging.warning(
             "No validation slice (validation_fraction=%g leaves %d rows for %d replicas): "
             "every epoch of the budget trains and the last weights are kept",
-            plan.config.data.validation_fraction, plan.validation_examples, plan.replicas)
+            config.data.validation_fraction, plan.validation_examples, plan.replicas)
     record = inputs.new_record()
     best = early_stopping.BestEpoch(record, config.training.early_stopping_patience)
 
@@ -150,7 +129,10 @@ def run_fn(fn_args: FnArgs) -> None:
         verbose=0,
     )
     if config.training.refit_factor and record.best_epoch:
-        keras_model = _refit(plan, inputs, record, fn_args)
+        keras_model, record.refit_epochs = plan.refit(
+            inputs, record.best_epoch, fn_args.train_files,
+            lambda epochs: _callbacks(os.path.join(fn_args.model_run_dir, REFIT_DIR), epochs),
+            fn_args.base_model)
     trained = time.monotonic()
     record.write(fn_args.model_run_dir)
     level = logging.get_absl_logger().level
