@@ -6,6 +6,7 @@ two files. Both are read and checked against each other here, before TensorFlow 
 name the file, the key, the value and the expected form.
 """
 
+import json
 import os
 import re
 
@@ -118,3 +119,65 @@ def load_spec(dataset: str) -> tuple[DatasetSpec, schema_pb2.Schema]:
 def pipeline_name(dataset: str) -> str:
     """The pipeline name a run on `dataset` gets unless a setting names one: '<name>-tpu'."""
     return dataset_name(dataset) + PIPELINE_NAME_SUFFIX
+
+
+# A TOML key TOML accepts unquoted.
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+# The [csv] table as a spec without one reads it: written only when it differs.
+_DEFAULT_CSV = {"delimiter": ",", "missing_values": []}
+
+
+def spec_text(values: dict, notes: dict[str, list[str]] | None = None,
+              header: list[str] | None = None) -> str:
+    """The spec file's text for its dict form (`DatasetSpec.to_dict()`, where a feature's
+    entry may carry a `why`), the one writer of that form: `load_spec` reads what it writes.
+
+    Args:
+      values: the spec's tables (label, features, evaluation, training, model, csv); `name`
+        is the folder's, not written.
+      notes: comment lines to write before a key or a table, by its dotted path
+        (e.g. "training.epochs", "evaluation.thresholds.accuracy", "csv").
+      header: comment lines at the top of the file.
+
+    Returns:
+      The TOML text.
+    """
+    notes = notes or {}
+    lines = [f"# {line}" for line in header or []]
+
+    def table(path: str, entries: dict) -> None:
+        lines.extend(["", *(f"# {n}" for n in notes.get(path, [])), f"[{path}]"])
+        for key, value in entries.items():
+            if isinstance(value, dict) and path == "evaluation" and key == "thresholds":
+                continue
+            lines.extend(f"# {n}" for n in notes.get(f"{path}.{key}", []))
+            lines.append(f"{_toml_key(key)} = {_toml(value)}")
+
+    table("label", values["label"])
+    table("features", {column: entries[0] if len(entries) == 1 else entries
+                       for column, entries in values["features"].items()})
+    table("evaluation", values["evaluation"])
+    table("evaluation.thresholds", values["evaluation"].get("thresholds", {}))
+    for section in ("training", "model"):
+        if values.get(section):
+            table(section, values[section])
+    if values.get("csv", _DEFAULT_CSV) != _DEFAULT_CSV:
+        table("csv", values["csv"])
+    return "\n".join(lines) + "\n"
+
+
+def _toml_key(name: str) -> str:
+    """A TOML key for a column name: bare where TOML allows it, else quoted."""
+    return name if _BARE_KEY.match(name) else _toml(name)
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, str):  # a JSON string is a TOML basic string
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml(v)}" for k, v in value.items()) + " }"
+    return repr(value)

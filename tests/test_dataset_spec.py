@@ -259,3 +259,18 @@ def test_packed_layout_does_not_depend_on_the_order_of_the_features_table():
     assert [o.name for o in reordered.model_outputs()] != [
         o.name for o in TAXI.spec.model_outputs()]
     assert reordered.packed_inputs() == TAXI.spec.packed_inputs()
+
+
+@pytest.mark.parametrize("dataset", [TAXI, PENGUINS])
+def test_the_spec_writer_writes_what_the_reader_reads(dataset):
+    """datasets.spec_text is the one writer of the spec's file form: a shipped spec's dict,
+    written and read back, is the same spec; a note lands before its key."""
+    import tomllib
+
+    from trainer_module import dataset_spec
+
+    spec = dataset.spec
+    text = datasets.spec_text(spec.to_dict(), {"training": ["why this budget"]}, ["a header"])
+    assert text.startswith("# a header\n") and "# why this budget\n[training]" in text
+    back = dataset_spec.from_dict(tomllib.loads(text), source="written", name=spec.name)
+    assert back == spec

@@ -17,10 +17,8 @@ import argparse
 import csv
 import dataclasses
 import io
-import json
 import math
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -28,7 +26,7 @@ import tempfile
 from pipeline import console, csv_check, datasets
 from pipeline.errors import ConfigError
 from pipeline.pipeline_config import DEFAULT_OUTPUT_DIR
-from trainer_module import datetimes, keys, tasks
+from trainer_module import dataset_spec, datetimes, keys, tasks
 from trainer_module.config import MAX_CROSS_BUCKETS, ModelConfig, TrainingConfig
 from trainer_module.features import NUMERIC_TYPES
 from trainer_module.missing import NO_EXTRA, folded, is_missing
@@ -106,7 +104,6 @@ NETWORK_SIZES = (
 )
 POSITIVE_WORDS = {"yes", "y", "true", "t", "1"}  # a binary label's positive class, in any case
 DISTINCT_CAP = 100_000  # distinct values kept per column while scanning
-BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")  # what TOML accepts unquoted
 
 
 @dataclasses.dataclass
@@ -277,23 +274,6 @@ def _classes(label: Column, task: str, type_name: str) -> list[str]:
     return values
 
 
-def _toml_key(name: str) -> str:
-    """A TOML key for a column name: bare where TOML allows it, else quoted."""
-    return name if BARE_KEY.match(name) else _toml(name)
-
-
-def _toml(value) -> str:
-    if isinstance(value, str):  # a JSON string is a TOML basic string
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
-    return repr(value)
-
-
 def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = Dialect()):
     """(schema, spec TOML text, the decisions as lines) for the data."""
     import tensorflow_data_validation as tfdv
@@ -318,47 +298,41 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
         raise ConfigError(f"LABEL={label!r} holds fractional numbers; use TASK=regression, or "
                           "derive a binary label with a rule (docs/dataset-spec.md)")
     decisions = []
-    features = []
+    features: dict[str, list[dict]] = {}
+    notes: dict[str, list[str]] = {}
     for column in columns.values():
         if column.name == label:
             continue
         entry, why = role_for(column, types[column.name])
-        features.append(f"{_toml_key(column.name)} = {_toml({**entry, 'why': why})}")
+        features[column.name] = [{**entry, "why": why}]
         decisions.append(f"  {column.name:<28} {entry['role']:<11} {why}")
-    missing = "stop"
+    label_table: dict = {"column": label, "task": task,
+                         "missing": "drop" if label_column.missing else "stop"}
     if label_column.missing:
-        missing = "drop"
         decisions.append(f"  label {label!r}: {label_column.missing} of {label_column.rows} rows "
                          "have no value: missing = \"drop\" leaves them out (the report counts "
                          "them); set \"stop\" to stop the run instead")
-    lines = ["# Dataset spec written by `make dataset` from " + data_dir + ": review every",
-             "# role (the reason each was chosen is beside it) and the thresholds, then",
-             f"# `make run DATASET={name} DATA_DIR=…`. docs/dataset-spec.md explains every",
-             "# key.", "", "[label]", f"column = {_toml(label)}", f"task = {_toml(task)}"]
     if task == tasks.REGRESSION:
         values = label_column.numbers
         mean = sum(values) / len(values)
         std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
-        lines.append('loss = "mse"')
-        threshold = {"max": round(std, 6), "allowed_change": round(0.05 * std, 6)}
+        label_table["loss"] = "mse"
+        metric, threshold = "rmse", {"max": round(std, 6), "allowed_change": round(0.05 * std, 6)}
         threshold_why = (f"predicting the mean scores an RMSE of {std:.4g} (the label's spread); "
                          "the model must beat it")
-        thresholds = f"rmse = {_toml(threshold)}"
     else:
         counts = _label_counts(data_dir, label, dialect.delimiter)
         classes = _classes(label_column, task, label_type)
         if task == tasks.BINARY and classes:
             classes, positive_why = _positive_last(classes, counts)
-            lines.append(f"# [negative, positive]: {positive_why}")
+            notes["label.classes"] = [f"[negative, positive]: {positive_why}"]
             decisions.append(f"  label {label!r}: {positive_why}")
         if classes:
-            lines.append(f"classes = {_toml(classes)}")
+            label_table["classes"] = classes
         majority = max(counts.values()) / sum(counts.values())
-        threshold = {"min": round(majority, 4), "allowed_change": 0.01}
+        metric, threshold = "accuracy", {"min": round(majority, 4), "allowed_change": 0.01}
         threshold_why = (f"always answering the most frequent class scores {majority:.4f}; "
                          "the model must beat it")
-        thresholds = f"accuracy = {_toml(threshold)}"
-    lines.append(f"missing = {_toml(missing)}")
     slices = _slice_columns(columns, types, label)
     train_rows = keys.train_share(label_column.present)
     batch, epochs = training_budget(train_rows)
@@ -366,49 +340,64 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     buckets = pair_buckets(train_rows)
     refit = refit_factor(train_rows)
     patience = early_stopping_patience(train_rows)
-    lines += ["", "[features]"] + features
-    lines += ["", "[evaluation]", f"slices = {_toml(slices)}", "", "[evaluation.thresholds]",
-              f"# {threshold_why}", thresholds, "", "[training]",
-              f"# About {train_rows} training rows: batches of {batch}, at most {epochs} passes",
-              "# over them (training stops earlier when the validation loss stops improving).",
-              f"epochs = {epochs}", f"per_replica_batch_size = {batch}",
-              "# Epochs without a lower validation loss before training stops. make dataset "
-              f"writes {SMALL_DATA_PATIENCE}",
-              f"# below {LARGE_DATA_ROWS:,} training rows and "
-              f"{_DEFAULT_TRAINING.early_stopping_patience} from there on.",
-              f"early_stopping_patience = {patience}",
-              "# Then a fresh model trains on every training row, the validation slice's too,",
-              "# for refit_factor times the epochs kept (0: off). make dataset writes "
-              f"{REFIT_FACTOR:g} below",
-              f"# {LARGE_DATA_ROWS:,} training rows and 0 from there on.",
-              f"refit_factor = {_toml(refit)}", "", "[model]",
-              f"# {size.why} (for about {train_rows} training rows)",
-              f"hidden_units = {_toml(list(size.hidden_units))}",
-              "# width of each category feature's embedding",
-              f"embedding_dim = {EMBEDDING_DIM}",
-              f"dropout = {_toml(size.dropout)}", f"l2 = {_toml(size.l2)}",
-              "# embedding rows of each pair of category features: about one per training "
-              f"row, at least {_DEFAULT_NETWORK.cross_buckets}",
-              f"cross_buckets = {buckets}", ""]
+    values = {
+        "label": label_table, "features": features,
+        "evaluation": {"slices": slices, "thresholds": {metric: threshold}},
+        "training": {"epochs": epochs, "per_replica_batch_size": batch,
+                     "early_stopping_patience": patience, "refit_factor": refit},
+        "model": {"hidden_units": list(size.hidden_units), "embedding_dim": EMBEDDING_DIM,
+                  "dropout": size.dropout, "l2": size.l2, "cross_buckets": buckets},
+        "csv": {"delimiter": dialect.delimiter, "missing_values": list(dialect.missing_values)},
+    }
+    try:  # what is written reads back as this spec
+        dataset_spec.from_dict(values, source=f"the spec proposed for {data_dir}", name=name)
+    except dataset_spec.SpecError as e:
+        raise ConfigError(str(e)) from e
+    notes.update(_notes(train_rows, batch, epochs, size, threshold_why, metric))
     if dialect != Dialect():
-        lines += ["[csv]", "# How the files are written (make dataset read them so).",
-                  f"delimiter = {_toml(dialect.delimiter)}",
-                  f"missing_values = {_toml(list(dialect.missing_values))}", ""]
         decisions.append(f"  csv: delimiter {dialect.delimiter!r}, missing values "
                          f"{list(dialect.missing_values)} besides the usual markers")
-    _curate(schema, label, missing)
+    header = [f"Dataset spec written by `make dataset` from {data_dir}: review every",
+              "role (the reason each was chosen is beside it) and the thresholds, then",
+              f"`make run DATASET={name} DATA_DIR=…`. docs/dataset-spec.md explains every",
+              "key."]
+    _curate(schema, label, label_table["missing"])
     decisions.insert(0, f"Dataset {name!r}: label {label!r} ({task}), {label_column.rows} rows, "
                         f"{len(columns)} columns")
-    decisions.append(f"  thresholds: {thresholds}  ({threshold_why})")
+    decisions.append(f"  thresholds: {metric} = {threshold}  ({threshold_why})")
     decisions.append(f"  slices: {', '.join(slices) or 'none'}; training: at most {epochs} "
                      f"epochs in batches of {batch}, patience {patience}, "
                      + (f"refit on every training row for {refit:g}x the epochs kept" if refit
                         else "no refit"))
-    decisions.append(f"  network: layers {_toml(list(size.hidden_units))}, embeddings of "
+    decisions.append(f"  network: layers {list(size.hidden_units)}, embeddings of "
                      f"{EMBEDDING_DIM}, dropout {size.dropout}, l2 {size.l2} ({size.why}), "
-                     f"{buckets} rows per pair "
-                     "of categories")
-    return schema, "\n".join(lines), decisions
+                     f"{buckets} rows per pair of categories")
+    return schema, datasets.spec_text(values, notes, header), decisions
+
+
+def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshold_why: str,
+           metric: str) -> dict[str, list[str]]:
+    """The comments the written spec carries beside its keys: why each value was chosen."""
+    return {
+        f"evaluation.thresholds.{metric}": [threshold_why],
+        "training": [f"About {train_rows} training rows: batches of {batch}, at most {epochs} "
+                     "passes", "over them (training stops earlier when the validation loss "
+                     "stops improving)."],
+        "training.early_stopping_patience": [
+            "Epochs without a lower validation loss before training stops. make dataset "
+            f"writes {SMALL_DATA_PATIENCE}",
+            f"below {LARGE_DATA_ROWS:,} training rows and "
+            f"{_DEFAULT_TRAINING.early_stopping_patience} from there on."],
+        "training.refit_factor": [
+            "Then a fresh model trains on every training row, the validation slice's too,",
+            f"for refit_factor times the epochs kept (0: off). make dataset writes "
+            f"{REFIT_FACTOR:g} below", f"{LARGE_DATA_ROWS:,} training rows and 0 from there on."],
+        "model": [f"{size.why} (for about {train_rows} training rows)"],
+        "model.embedding_dim": ["width of each category feature's embedding"],
+        "model.cross_buckets": ["embedding rows of each pair of category features: about one "
+                                f"per training row, at least {_DEFAULT_NETWORK.cross_buckets}"],
+        "csv": ["How the files are written (make dataset read them so)."],
+    }
 
 
 def network_size(train_rows: int) -> NetworkSize:
