@@ -3,6 +3,8 @@
 # pyproject.toml changed.
 
 PYTHON ?= python3
+# The Pythons TFX 1.16's packages have wheels for (ml-metadata, tfx-bsl and TFT stop at 3.11).
+PYTHONS_SUPPORTED := 3.10 3.11
 VENV := .venv
 BIN := $(abspath $(VENV))/bin
 STAMP := $(VENV)/.installed
@@ -12,6 +14,9 @@ export PATH := $(BIN):$(PATH)
 .PHONY: venv image-venv kfp-local run predict dataset report bench bench-quality figures browser test test-e2e tpu-check schema lint lock clean clean-outputs compile preflight submit image image-tpu
 
 $(STAMP): requirements.lock pyproject.toml Makefile
+	@test -x $(BIN)/python || { version=$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null); \
+	  case " $(PYTHONS_SUPPORTED) " in *" $$version "*) ;; *) \
+	    echo "error: PYTHON=$(PYTHON) is Python $${version:-(not found)}; this project installs on Python 3.10 or 3.11 only (TFX 1.16's packages, ml-metadata among them, have no wheels for newer ones). Install one (e.g. 'uv python install 3.11', 'pyenv install 3.11' or your system's python3.11 with venv) and point make at it: make run PYTHON=python3.11" >&2; exit 2;; esac; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	test -x $(BIN)/uv || $(BIN)/python -m pip install -q uv
 	$(BIN)/uv pip install --python $(BIN)/python -q -r requirements.lock
@@ -43,19 +48,23 @@ $(IMAGE_STAMP): docker/tfx-image.lock docker/requirements-pipeline.txt pyproject
 
 image-venv: $(IMAGE_STAMP)
 
+# make turns a failing command's code into its own 2: the targets that run a project command say
+# the code it returned; scripts get it from `.venv/bin/tpu-pipeline <command>` (pipeline/tools/cli.py).
+SAY_CODE = || { code=$$?; echo "make $@: the command exited with code $$code (1 a component failed, 2 invalid settings or data, 3 output dir busy); .venv/bin/tpu-pipeline returns it to scripts" >&2; exit $$code; }
+
 # The whole DAG for DATASET (default taxi: schemas/<name>/ holds its spec and schema) on
 # data/<name>/ (or DATA_DIR), outputs under output/ (or OUTPUT_DIR).
 DATASET_ARGS = $(if $(DATASET),--dataset "$(DATASET)") $(if $(OUTPUT_DIR),--output-dir "$(OUTPUT_DIR)")
 run: venv
-	$(BIN)/python pipeline/local_runner.py $(DATASET_ARGS) $(if $(DATA_DIR),--data-dir "$(DATA_DIR)")
+	@$(BIN)/tpu-pipeline run $(DATASET_ARGS) $(if $(DATA_DIR),--data-dir "$(DATA_DIR)") $(SAY_CODE)
 
 # Scores the CSV files of DATA_DIR (required) with the newest model pushed to OUTPUT_DIR (default
 # output/) for DATASET; writes OUTPUT_DIR/predictions/<time>/ (scored rows, rejected rows with
 # their reasons, summary.json). MODEL_DIR scores with another exported model folder.
 predict: venv
 	@test -n "$(DATA_DIR)" || { echo "usage: make predict DATA_DIR=<dir of CSV files> [DATASET=<name>] [OUTPUT_DIR=<dir>]" >&2; exit 2; }
-	$(BIN)/python -m pipeline.tools.predict --data-dir "$(DATA_DIR)" $(DATASET_ARGS) \
-		$(if $(MODEL_DIR),--model-dir "$(MODEL_DIR)")
+	@$(BIN)/tpu-pipeline predict --data-dir "$(DATA_DIR)" $(DATASET_ARGS) \
+		$(if $(MODEL_DIR),--model-dir "$(MODEL_DIR)") $(SAY_CODE)
 
 # A first spec and schema for a folder of CSV files, written to schemas/NAME/ for review:
 #   make dataset NAME=house-prices DATA_DIR=~/houses LABEL=price TASK=regression
@@ -64,9 +73,9 @@ predict: venv
 # delimiter is detected and written to the spec.)
 dataset: venv
 	@test -n "$(NAME)" -a -n "$(DATA_DIR)" -a -n "$(LABEL)" -a -n "$(TASK)" || { echo "usage: make dataset NAME=<name> DATA_DIR=<dir of CSV files> LABEL=<column> TASK=<binary|multiclass|regression>" >&2; exit 2; }
-	$(BIN)/python -m pipeline.tools.bootstrap --name "$(NAME)" --data-dir "$(DATA_DIR)" \
+	@$(BIN)/tpu-pipeline dataset --name "$(NAME)" --data-dir "$(DATA_DIR)" \
 		--label "$(LABEL)" --task "$(TASK)" $(if $(FORCE),--force) \
-		$(if $(MISSING_VALUES),--missing-values "$(MISSING_VALUES)")
+		$(if $(MISSING_VALUES),--missing-values "$(MISSING_VALUES)") $(SAY_CODE)
 
 # Benchmarks (65–110 minutes on 2 cores): generated 10× and 100× data, this project's DAG at
 # 1×/10×/100×, the TFX taxi template's DAG, input and training throughput. Results go to
@@ -100,7 +109,7 @@ test: venv image-venv browser
 
 # The HTML report of the latest run in output/ (or OUTPUT_DIR); `make run` writes it too.
 report: venv
-	$(BIN)/python -m pipeline.runs.report $(DATASET_ARGS)
+	@$(BIN)/tpu-pipeline report $(DATASET_ARGS) $(SAY_CODE)
 
 # The end-to-end DAG runs alone.
 test-e2e: venv image-venv browser
@@ -109,12 +118,12 @@ test-e2e: venv image-venv browser
 # Does the Trainer's TPU step (bfloat16, XLA) compile and keep static shapes, and can this host's
 # input function feed it? Needs a `make run` first; on a TPU VM it runs on the TPU.
 tpu-check: venv
-	$(BIN)/python -m pipeline.tools.tpu_check $(DATASET_ARGS)
+	@$(BIN)/tpu-pipeline tpu-check $(DATASET_ARGS) $(SAY_CODE)
 
 # A freshly inferred schema next to the curated one of DATASET, for review.
 schema: venv
-	$(BIN)/python -m pipeline.tools.infer_schema $(if $(DATASET),--dataset "$(DATASET)") \
-		$(if $(DATA_DIR),--data-dir "$(DATA_DIR)")
+	@$(BIN)/tpu-pipeline schema $(if $(DATASET),--dataset "$(DATASET)") \
+		$(if $(DATA_DIR),--data-dir "$(DATA_DIR)") $(SAY_CODE)
 
 # Vertex AI Pipelines (TARGET=vertex, the default) or Kubeflow Pipelines 2 (TARGET=kfp):
 # settings from CLOUD_CONFIG (a TOML file, see pipeline/cloud/cloud.example.toml) and/or
