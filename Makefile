@@ -60,11 +60,13 @@ run: venv
 
 # Scores the CSV files of DATA_DIR (required) with the newest model pushed to OUTPUT_DIR (default
 # output/) for DATASET; writes OUTPUT_DIR/predictions/<time>/ (scored rows, rejected rows with
-# their reasons, summary.json). MODEL_DIR scores with another exported model folder.
+# their reasons, summary.json). MODEL_DIR scores with another exported model folder; each
+# file's delimiter is found from its header (DELIMITER=";" sets it where that is ambiguous).
 predict: venv
 	@test -n "$(DATA_DIR)" || { echo "usage: make predict DATA_DIR=<dir of CSV files> [DATASET=<name>] [OUTPUT_DIR=<dir>]" >&2; exit 2; }
 	@$(BIN)/tpu-pipeline predict --data-dir "$(DATA_DIR)" $(DATASET_ARGS) \
-		$(if $(MODEL_DIR),--model-dir "$(MODEL_DIR)") $(SAY_CODE)
+		$(if $(MODEL_DIR),--model-dir "$(MODEL_DIR)") \
+		$(if $(DELIMITER),--delimiter "$(DELIMITER)") $(SAY_CODE)
 
 # A first spec and schema for a folder of CSV files, written to schemas/NAME/ for review:
 #   make dataset NAME=house-prices DATA_DIR=~/houses LABEL=price TASK=regression

@@ -61,8 +61,9 @@ def test_scores_every_good_row_like_serving_default_and_reports_the_rest(task_da
     summary = predict.predict_folder(model_dir, str(data_dir), str(tmp_path / "out"))
 
     assert summary["rows"] == len(rows) and summary["rejected"] == 2
-    assert summary["files"] == {"a.csv": {"scored": 8, "rejected": 2},
-                                "b.csv.gz": {"scored": len(rows) - 10, "rejected": 0}}
+    assert summary["files"] == {
+        "a.csv": {"scored": 8, "rejected": 2, "delimiter": ","},
+        "b.csv.gz": {"scored": len(rows) - 10, "rejected": 0, "delimiter": ","}}
     folder = summary["output"]
     assert os.path.dirname(folder) == str(tmp_path / "out" / "predictions")
     with open(os.path.join(folder, predict.SUMMARY_FILE), encoding="utf-8") as f:
@@ -118,6 +119,38 @@ def test_inputs_it_cannot_score_are_named(transformed_data, tmp_path, capsys):
     assert predict.main(["--data-dir", str(data_dir), "--model-dir", str(tmp_path),
                          "--output-dir", str(tmp_path / "out")]) == 2
     assert "exported without the serving_features signature" in capsys.readouterr().err
+
+
+def test_each_file_is_read_with_its_own_delimiter(transformed_data, tmp_path, capsys):
+    """A model trained on comma-separated files scores a semicolon export (with Excel's
+    byte-order mark, gzip-compressed too) row for row; a header two delimiters split alike is
+    refused, naming both and the setting that decides."""
+    model_dir = _exported(transformed_data, tmp_path / "model")
+    rows = [dict(r) for r in transformed_data.eval_csv_rows[:20]]
+    data_dir = tmp_path / "new"
+    data_dir.mkdir()
+    for name in ("excel.csv", "excel.csv.gz"):
+        with _open(data_dir / name, "w") as f:
+            f.write("\ufeff")
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter=";")
+            writer.writeheader()
+            writer.writerows(rows)
+    summary = predict.predict_folder(model_dir, str(data_dir), str(tmp_path / "out"))
+    assert summary["files"] == {name: {"scored": 20, "rejected": 0, "delimiter": ";"}
+                                for name in ("excel.csv", "excel.csv.gz")}
+    with open(os.path.join(summary["output"], "excel.csv"), encoding="utf-8") as f:
+        assert f.readline().startswith(";".join(rows[0]))
+
+    (data_dir / "odd.csv").write_text("fare;a|company\n1;2|x\n", encoding="utf-8")
+    out = str(tmp_path / "out")
+    assert predict.main(["--data-dir", str(data_dir), "--model-dir", model_dir,
+                         "--output-dir", out]) == 2
+    err = capsys.readouterr().err
+    assert "odd.csv: its header splits into 1 of the model's columns on the semicolon (';') " \
+           "and pipe ('|') alike" in err and "make predict DELIMITER=" in err
+    (data_dir / "odd.csv").unlink()
+    assert predict.main(["--data-dir", str(data_dir), "--model-dir", model_dir,
+                         "--output-dir", out, "--delimiter", ";"]) == 0
 
 
 def test_the_docs_json_request_is_what_the_signature_takes(transformed_data, tmp_path):

@@ -55,6 +55,30 @@ def input_files(data_dir: str) -> list[str]:
     return files
 
 
+def file_delimiter(path: str, model_delimiter: str, columns: list[str]) -> str:
+    """The delimiter `path` is written with: of the delimiters a spec may name, the one whose
+    split of the header names the most of the model's input columns; the model's own when it
+    is among the best (a file exported another way than the training data still scores).
+
+    Raises:
+      ConfigError: two delimiters other than the model's split the header equally well.
+    """
+    with csv_check.open_text(path) as f:
+        first = f.readline().rstrip("\r\n")
+    found = {d: len(set(csv_check.header_of(first, d)) & set(columns))
+             for d in csv_check.DELIMITER_NAMES}
+    best = max(found.values())
+    winners = [d for d, n in found.items() if n == best]
+    if best == 0 or model_delimiter in winners:
+        return model_delimiter  # none fits: the missing columns are named where it is read
+    if len(winners) > 1:
+        names = " and ".join(f"{csv_check.DELIMITER_NAMES[d]} ({d!r})" for d in winners)
+        raise ConfigError(f"{path}: its header splits into {best} of the model's columns on "
+                          f"the {names} alike; say which delimiter the files use: "
+                          f"make predict DELIMITER='<one of {', '.join(map(repr, winners))}>'")
+    return winners[0]
+
+
 def run_folder(output_dir: str) -> str:
     """A new <output_dir>/predictions/<UTC time>/ folder."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
@@ -67,12 +91,16 @@ def run_folder(output_dir: str) -> str:
     return folder
 
 
-def predict_folder(model_dir: str, data_dir: str, output_dir: str) -> dict:
+def predict_folder(model_dir: str, data_dir: str, output_dir: str,
+                   delimiter: str | None = None) -> dict:
     """Scores every CSV file of `data_dir`; returns the summary it writes.
 
+    Each file is read (and its scored rows written) with its own delimiter (`file_delimiter`),
+    or with `delimiter` when given; a .gz file is decompressed and a byte-order mark dropped.
+
     Raises:
-      ConfigError: no CSV files, a file misses a required column, or a prediction column's
-        name is taken.
+      ConfigError: no CSV files, a file's delimiter is ambiguous, a file misses a required
+        column, or a prediction column's name is taken.
     """
     import pandas as pd
 
@@ -92,16 +120,18 @@ def predict_folder(model_dir: str, data_dir: str, output_dir: str) -> dict:
             name = os.path.basename(path)
             scored_rows = rejected_rows = 0
             out_path = os.path.join(folder, name)
+            sep = delimiter or file_delimiter(path, predictor.delimiter,
+                                              [i.name for i in predictor.inputs])
             try:
                 # utf-8-sig: a byte-order mark is no part of the first column's name.
                 chunks = pd.read_csv(path, dtype=str, keep_default_na=False,
                                      encoding="utf-8-sig", chunksize=CHUNK_ROWS,
-                                     sep=predictor.delimiter)
+                                     sep=sep)
                 for i, chunk in enumerate(chunks):
                     predictions, reasons = tool_scoring.score(predictor, chunk)
                     good = chunk.loc[predictions.index].join(predictions)
                     good.to_csv(out_path, mode="w" if i == 0 else "a", header=i == 0,
-                                index=False, sep=predictor.delimiter)
+                                index=False, sep=sep)
                     scored_rows += len(good)
                     for index in reasons.index[reasons != ""]:
                         # Row numbers count the header as row 1, as a spreadsheet does.
@@ -110,7 +140,8 @@ def predict_folder(model_dir: str, data_dir: str, output_dir: str) -> dict:
                         rejected_rows += 1
             except (ValueError, pd.errors.ParserError) as e:
                 raise ConfigError(f"{path}: {e}") from e
-            summary["files"][name] = {"scored": scored_rows, "rejected": rejected_rows}
+            summary["files"][name] = {"scored": scored_rows, "rejected": rejected_rows,
+                                      "delimiter": sep}
     seconds = time.perf_counter() - started
     total = sum(f["scored"] + f["rejected"] for f in summary["files"].values())
     summary.update(rows=total, seconds=round(seconds, 3),
@@ -129,6 +160,8 @@ def main(argv: list[str]) -> int:
                         "predictions go under <it>/predictions/")
     parser.add_argument("--model-dir", help="score with this exported model folder instead of "
                         "the newest one pushed to the output dir")
+    parser.add_argument("--delimiter", choices=list(csv_check.DELIMITER_NAMES),
+                        help="the files' field delimiter (default: found from each header)")
     args = parser.parse_args(argv)
     try:
         config = for_output_dir(args.dataset, args.output_dir)
@@ -139,7 +172,7 @@ def main(argv: list[str]) -> int:
         try:
             model_dir = args.model_dir or latest_pushed_model(config.serving_model_dir)
             summary = predict_folder(model_dir, os.path.abspath(args.data_dir),
-                                     config.output_dir)
+                                     config.output_dir, args.delimiter)
         except (ConfigError, FileNotFoundError) as e:
             console.error(f"error: {e}")
             return 2
