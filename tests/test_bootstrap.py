@@ -389,3 +389,17 @@ def test_numbers_with_gaps_written_as_words_stay_numbers(tmp_path, capsys):
     charges = next(f for f in schema.feature if f.name == "Total Charges")
     assert charges.type == schema_pb2.FLOAT and charges.value_count.min == 0  # gaps allowed
     assert not charges.HasField("shape")
+
+
+def test_columns_that_differ_only_in_case_are_kept_apart(tmp_path):
+    """`Age` and `age` are two columns: make dataset writes a spec with both, and the spec
+    loads (their TensorFlow names differ in more than case: tests/test_tf_names.py)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = random.Random(5)
+    _write(data / "people.csv", [{"Age": str(rng.randrange(18, 90)), "age": str(rng.random()),
+                                  "label": rng.choice(["a", "b"])} for _ in range(300)])
+    assert bootstrap.main(["--name", "people", "--data-dir", str(data), "--label", "label",
+                           "--task", "binary", "--schemas-dir", str(tmp_path)]) == 0
+    config = configure(dataset=str(tmp_path / "people"), data_dir=str(data)).validate()
+    assert {f.column for f in config.spec.features} == {"Age", "age"}

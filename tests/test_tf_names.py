@@ -6,15 +6,41 @@ import re
 
 import pytest
 
-from trainer_module.tf_names import loadable_as_keywords, tf_name
+from trainer_module.tf_names import clashing, loadable_as_keywords, tf_name
 
 # What Keras accepts as a layer (root scope) name, and what a keyword argument can be.
 SCOPE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
 
 
-@pytest.mark.parametrize("name", ["fare", "trip_start_hour", "company_xf", "Species"])
-def test_plain_names_are_kept(name):
+@pytest.mark.parametrize("name", ["fare", "trip_start_hour", "company_xf", "x2"])
+def test_plain_lowercase_names_are_kept(name):
     assert tf_name(name) == name
+
+
+def test_names_that_differ_only_in_case_stay_apart_in_a_saved_signature(tmp_path):
+    """A graph uniquifies op names without regard to case, so `Age` and `age` as two signature
+    inputs would refuse to save; their TensorFlow-safe names differ in more than case."""
+    import tensorflow as tf
+
+    names = ["Age", "age", "AGE", "Species"]
+    safe = [tf_name(n) for n in names]
+    assert len({s.lower() for s in safe}) == len(names) and clashing(names) is None
+    assert not loadable_as_keywords(["Age", "age"])  # as raw keyword arguments they collide
+    specs = {s: tf.TensorSpec([None], tf.float32, name=s) for s in safe}
+    module = tf.Module()
+    module.f = tf.function(lambda columns: {"sum": tf.add_n(list(columns.values()))},
+                           input_signature=[specs])
+    tf.saved_model.save(module, str(tmp_path / "m"), signatures={"serving": module.f})
+    loaded = tf.saved_model.load(str(tmp_path / "m")).signatures["serving"]
+    out = loaded(**{s: tf.constant([float(i)]) for i, s in enumerate(safe)})
+    assert out["sum"].numpy().tolist() == [6.0]
+
+
+def test_a_mapping_that_cannot_keep_two_columns_apart_is_named(monkeypatch):
+    from trainer_module import tf_names
+
+    monkeypatch.setattr(tf_names, "tf_name", str.lower)  # a mapping that would merge them
+    assert tf_names.clashing(["fare", "Age", "x", "age"]) == ("Age", "age")
 
 
 NAMES = ["Payment Method", "Monthly Charges ($)", "Rate %", "km/h", "x.y", "Größe", "3rd-party",

@@ -11,7 +11,7 @@ expected form.
 import dataclasses
 from typing import Any
 
-from trainer_module import tasks
+from trainer_module import tasks, tf_names
 from trainer_module.config import ModelConfig, TrainerConfigError, TrainingConfig
 from trainer_module.features import KINDS, NUMERIC_TYPES, PACKED_NAMES, Output, transformed_name
 from trainer_module.keys import DATASET_SPEC_KEY
@@ -528,6 +528,11 @@ def check_against_schema(spec: DatasetSpec, schema: Any, source: str, schema_pat
 
     r = _Reader(source)
     types = {f.name: schema_pb2.FeatureType.Name(f.type) for f in schema.feature}
+    clash = tf_names.clashing(types)
+    if clash:
+        raise SpecError(f"{schema_path}: columns {clash[0]!r} and {clash[1]!r} differ only in "
+                        "case, which TensorFlow cannot tell apart in a model's inputs: rename "
+                        "one in the CSV header (and here)")
     for column in (f.column for f in spec.features):
         if column not in types:
             raise r.fail(f"features.{column}", column,

@@ -2,12 +2,15 @@
 Keras needs a name of its own form.
 
 Keras layer and scope names must match `[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*`, and a SavedModel
-signature's inputs are named after their TensorSpecs and called as keyword arguments. A column
-name that is already a plain identifier stays as it is (the shipped datasets' models are
-unchanged); any other has every other character replaced and a short hash of the original
-appended, so that two column names never map to one (Python keywords too: signature inputs
-are keyword arguments). Everything a person reads (the spec, the
-report, the serving contract, predictions) keeps the column's own name.
+signature's inputs are named after their TensorSpecs and called as keyword arguments. A graph
+tells op names apart without regard to case (`Age` and `age` become `age` and `age_1`, and the
+signature then refuses to save), so names must differ in more than case. A column name that is
+already a plain lowercase identifier stays as it is (the shipped datasets' models are
+unchanged); any other (capitals, other characters, a Python keyword: signature inputs are
+keyword arguments) has every other character replaced and a short hash of the original
+appended, so that two distinct column names never map to names that differ only in case.
+Everything a person reads (the spec, the report, the serving contract, predictions) keeps the
+column's own name.
 """
 
 import hashlib
@@ -15,7 +18,7 @@ import keyword
 import re
 from collections.abc import Iterable
 
-_PLAIN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_PLAIN = re.compile(r"^[a-z][a-z0-9_]*$")
 _OTHER = re.compile(r"[^A-Za-z0-9_]+")
 
 
@@ -42,4 +45,18 @@ def loadable_as_keywords(names: Iterable[str]) -> bool:
     from tensorflow.core.function.polymorphism.function_type import sanitize_arg_name
 
     rebuilt = [sanitize_arg_name(name) for name in names]
-    return len(set(rebuilt)) == len(rebuilt) and not any(map(keyword.iskeyword, rebuilt))
+    # Placeholders of one graph are told apart without regard to case.
+    return (len({r.lower() for r in rebuilt}) == len(rebuilt)
+            and not any(map(keyword.iskeyword, rebuilt)))
+
+
+def clashing(names: Iterable[str]) -> tuple[str, str] | None:
+    """Two of `names` whose TensorFlow-safe forms a graph cannot tell apart (the same but for
+    case), or None: what `make dataset` and the spec check refuse before anything trains."""
+    seen: dict[str, str] = {}
+    for name in names:
+        key = tf_name(name).lower()
+        if key in seen:
+            return seen[key], name
+        seen[key] = name
+    return None

@@ -26,7 +26,7 @@ import tempfile
 from pipeline import console, csv_check, datasets
 from pipeline.errors import ConfigError
 from pipeline.pipeline_config import DEFAULT_OUTPUT_DIR
-from trainer_module import dataset_spec, datetimes, keys, tasks
+from trainer_module import dataset_spec, datetimes, keys, tasks, tf_names
 from trainer_module.config import MAX_CROSS_BUCKETS, ModelConfig, TrainingConfig
 from trainer_module.features import NUMERIC_TYPES
 from trainer_module.missing import NO_EXTRA, folded, is_missing
@@ -281,6 +281,11 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     if task not in tasks.TASKS:
         raise ConfigError(f"TASK={task!r}: expected one of {', '.join(tasks.TASKS)}")
     columns = scan(data_dir, dialect)
+    clash = tf_names.clashing(columns)
+    if clash:
+        raise ConfigError(f"{data_dir}: columns {clash[0]!r} and {clash[1]!r} differ only in "
+                          "case, which TensorFlow cannot tell apart in a model's inputs: rename "
+                          "one of them in the CSV header, then run make dataset again")
     if label not in columns:
         raise ConfigError(f"LABEL={label!r} is not a column of the CSV files in {data_dir}; "
                           f"its columns are {', '.join(columns)}")
