@@ -7,7 +7,6 @@ run, or train silently on less. Every error names the file, the line and what to
 
 import csv
 import dataclasses
-import functools
 import glob
 import gzip
 import os
@@ -104,6 +103,12 @@ def detect_delimiter(first_line: str) -> str:
     return best if counts[best] > 1 else ","
 
 
+def file_header(path: str, delimiter: str) -> list[str]:
+    """A data file's header, as `header_of` reads it."""
+    with open_text(path) as f:
+        return header_of(f.readline().rstrip("\r\n"), delimiter)
+
+
 def file_delimiter(path: str) -> str:
     """`detect_delimiter` of a file's header line."""
     with open_bytes(path) as f:
@@ -168,20 +173,15 @@ def check_data_dir(data_dir: str, columns: list[str], schema_path: str,
     return missing_labels
 
 
+def nameless(header: list[str] | tuple[str, ...]) -> list[int]:
+    """The 0-based positions of header cells with no name. Excel writes such columns, empty in
+    every row, after a sheet's last used column: they are dropped (and a value in one stops
+    the run, naming it)."""
+    return [i for i, name in enumerate(header) if not name.strip()]
+
+
 def _scan(path: str, label: LabelCheck | None, delimiter: str, markers: frozenset[str]
           ) -> Scan:
-    """Each runner validates its config and then `create_pipeline` validates it again: a file
-    whose size and modification time are unchanged is read once per process."""
-    try:
-        stat = os.stat(path)
-    except OSError as e:
-        raise ConfigError(f"data file {path!r} cannot be read as CSV: {e}") from e
-    return _scan_once(path, stat.st_size, stat.st_mtime_ns, label, delimiter, markers)
-
-
-@functools.lru_cache(maxsize=256)
-def _scan_once(path: str, size: int, mtime_ns: int, label: LabelCheck | None, delimiter: str,
-               markers: frozenset[str]) -> Scan:
 
     def decoded_lines(f):
         for number, raw in enumerate(f, start=1):
@@ -201,6 +201,7 @@ def _scan_once(path: str, size: int, mtime_ns: int, label: LabelCheck | None, de
             if not header:
                 return Scan(None, 0)
             _check_header(path, header, delimiter)
+            unnamed = nameless(header)
             index = header.index(label.column) if label and label.column in header else None
             allowed = set(label.allowed) if label and label.allowed is not None else None
             rows = missing = 0
@@ -213,6 +214,12 @@ def _scan_once(path: str, size: int, mtime_ns: int, label: LabelCheck | None, de
                         "unquoted comma?"
                     )
                 rows += 1
+                held = next((i for i in unnamed if row[i].strip()), None)
+                if held is not None:
+                    raise ConfigError(
+                        f"data file {path!r}, line {reader.line_num}: column {held + 1} of the "
+                        f"header has no name but holds {row[held]!r}; give the column a name "
+                        "(a column with no name is dropped only when it is empty in every row)")
                 if index is None:
                     continue
                 value = row[index]
@@ -239,11 +246,7 @@ def _check_header(path: str, header: list[str], delimiter: str) -> None:
                 f"data file {path!r}, line 1: the header {header[0]!r} holds no {expected} but "
                 f"{word}s: the file is {word}-separated; set delimiter = \"{written}\" under "
                 "[csv] in the dataset spec (`make dataset` writes it for such files)")
-    empty = [i + 1 for i, name in enumerate(header) if not name.strip()]
-    if empty:
-        raise ConfigError(f"data file {path!r}, line 1: column(s) {empty} of the header have "
-                          "no name; give every column a name")
-    repeated = sorted({name for name in header if header.count(name) > 1})
+    repeated = sorted({name for name in header if name.strip() and header.count(name) > 1})
     if repeated:
         raise ConfigError(f"data file {path!r}, line 1: the header names {repeated} more than "
                           "once; give every column a name of its own")

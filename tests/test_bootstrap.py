@@ -208,7 +208,7 @@ def _export(tmp_path, header: str, rows: list[str], name: str = "rows.csv") -> s
 
 @pytest.mark.parametrize("header, rows, message", [
     ("a,b,a,y", ["1,2,3,0"], "line 1: the header names ['a'] more than once"),
-    ("a,,b,y", ["1,2,3,0"], "line 1: column(s) [2] of the header have no name"),
+    ("a,,b,y", ["1,,3,0", "1,2,3,0"], "line 3: column 2 of the header has no name but holds '2'"),
 ])
 def test_a_csv_the_pipeline_cannot_read_stops_naming_the_file_and_line(
         tmp_path, capsys, header, rows, message):
@@ -218,6 +218,17 @@ def test_a_csv_the_pipeline_cannot_read_stops_naming_the_file_and_line(
     err = capsys.readouterr().err
     assert f"data file '{data}/rows.csv', {message}" in err, err
     assert not (tmp_path / "bad").exists()
+
+
+def test_a_spreadsheets_trailing_empty_columns_are_dropped_with_a_note(tmp_path, capsys):
+    rows = [f"{i},{i % 3},{'yes' if i % 2 else 'no'},,," for i in range(200)]
+    data = _export(tmp_path, "n,k,y,,,", rows)
+    assert bootstrap.main(["--name", "excel", "--data-dir", data, "--label", "y", "--task",
+                           "binary", "--schemas-dir", str(tmp_path)]) == 0
+    assert "column(s) [4, 5, 6] of the header: no name and no value in any row" in \
+        capsys.readouterr().out
+    config = configure(dataset=str(tmp_path / "excel"), data_dir=data).validate()
+    assert {f.column for f in config.spec.features} == {"n", "k"}
 
 
 @pytest.mark.parametrize("delimiter", [";", "\t", "|"])

@@ -156,6 +156,29 @@ def test_a_gzip_compressed_file_gives_the_examples_its_text_gives(tmp_path):
         assert collections.Counter(got[split]) == collections.Counter(records), split
 
 
+def test_a_spreadsheets_trailing_empty_columns_are_no_features(tmp_path):
+    """Excel's export of a sheet ends its header with ',,,' and every row with empty cells:
+    the examples are those of the same rows without them; a value under no name stops."""
+    header, *lines = _shipped_csv().splitlines(keepends=True)
+    plain, excel = tmp_path / "plain", tmp_path / "excel"
+    plain.mkdir()
+    excel.mkdir()
+    (plain / "a.csv").write_text(header + "".join(lines[:300]), encoding="utf-8")
+    (excel / "a.csv").write_text("".join(line.rstrip("\r\n") + ",,,\n"
+                                         for line in [header, *lines[:300]]), encoding="utf-8")
+    output_config = example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
+        splits=[example_gen_pb2.SplitConfig.Split(name="train", hash_buckets=2),
+                example_gen_pb2.SplitConfig.Split(name="eval", hash_buckets=1)]))
+    expected = _run(example_gen.Executor, plain, tmp_path / "from_plain", output_config)
+    got = _run(example_gen.Executor, excel, tmp_path / "from_excel", output_config)
+    for split, records in expected.items():
+        assert collections.Counter(got[split]) == collections.Counter(records), split
+    (excel / "a.csv").write_text(header.rstrip("\n") + ",,\n" + lines[0].rstrip("\n") + ",x,\n",
+                                 encoding="utf-8")
+    with pytest.raises(Exception, match="column .* of the header has no name but holds"):
+        _run(example_gen.Executor, excel, tmp_path / "held", output_config)
+
+
 def test_component_runs_this_executor_and_keys_its_cache_on_its_code():
     component = example_gen.CsvExampleGen(input_base="/data", input_config=csv_input_config())
     assert component.id == "CsvExampleGen"

@@ -38,7 +38,7 @@ from tfx.utils import proto_utils
 from tfx_bsl.coders import csv_decoder
 
 from pipeline.cache_keys import keyed_spec
-from pipeline.csv_check import header_of
+from pipeline.csv_check import header_of, nameless
 from trainer_module.missing import folded, is_missing_bytes
 
 _UINT64 = 1 << 64
@@ -163,17 +163,27 @@ class _EncodeRows(beam.DoFn):
     def __init__(self, missing: frozenset[str]) -> None:
         self._missing = missing
         self._columns: list[tuple[int, _Column]] | None = None
+        self._unnamed: list[int] = []
+        self._width = 0
 
     def process(self, cells: list[bytes], column_infos: list[csv_decoder.ColumnInfo]
                 ) -> Iterable[bytes]:
         if self._columns is None:
-            index = {info.name: i for i, info in enumerate(column_infos)}
+            # A column with no name (a spreadsheet's trailing empty columns) is no feature.
+            self._unnamed = nameless([info.name for info in column_infos])
+            index = {info.name: i for i, info in enumerate(column_infos)
+                     if i not in self._unnamed}
             self._columns = [(index[name], _Column(column_infos[index[name]], self._missing))
                              for name in _serialized_order(list(index))]
+            self._width = len(column_infos)
         if not cells:  # a blank line, as TFX skips it
             return
-        if len(cells) != len(self._columns):
+        if len(cells) != self._width:
             raise ValueError(f"Invalid CSV line: {cells}")
+        held = next((i for i in self._unnamed if cells[i].strip()), None)
+        if held is not None:
+            raise ValueError(f"column {held + 1} of the header has no name but holds "
+                             f"{cells[held]!r}: give the column a name")
         yield _delimited(_FIELD_1, b"".join([column.encode(cells[i])
                                              for i, column in self._columns]))
 

@@ -184,10 +184,12 @@ def scan(data_dir: str, dialect: Dialect = Dialect()) -> dict[str, Column]:
             reader = csv.reader(f, delimiter=dialect.delimiter)
             header = next(reader, [])
             for name in header:
-                columns.setdefault(name, Column(name, extra=dialect.extra))
+                if name.strip():
+                    columns.setdefault(name, Column(name, extra=dialect.extra))
             for row in reader:
                 for name, value in zip(header, row, strict=False):
-                    columns[name].add(value)
+                    if name.strip():
+                        columns[name].add(value)
     return columns
 
 
@@ -290,7 +292,9 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
         raise ConfigError(f"LABEL={label!r} is not a column of the CSV files in {data_dir}; "
                           f"its columns are {', '.join(columns)}")
     gaps = [i for i, c in enumerate(columns.values()) if c.is_number and c.markers]
-    schema = tfdv.infer_schema(csv_statistics(data_dir, list(columns), gaps, dialect),
+    unnamed = csv_check.nameless(csv_check.file_header(csv_check.csv_files(data_dir)[0],
+                                                       dialect.delimiter))
+    schema = tfdv.infer_schema(csv_statistics(data_dir, list(columns), gaps, dialect, unnamed),
                                infer_feature_shape=True)
     from tensorflow_metadata.proto.v0 import schema_pb2
 
@@ -303,6 +307,9 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
         raise ConfigError(f"LABEL={label!r} holds fractional numbers; use TASK=regression, or "
                           "derive a binary label with a rule (docs/dataset-spec.md)")
     decisions = []
+    if unnamed:
+        decisions.append(f"  column(s) {[i + 1 for i in unnamed]} of the header: no name and no "
+                         "value in any row (a spreadsheet's trailing columns): dropped")
     features: dict[str, list[dict]] = {}
     notes: dict[str, list[str]] = {}
     for column in columns.values():
@@ -452,12 +459,14 @@ def training_budget(train_rows: int) -> tuple[int, int]:
     return batch, epochs
 
 
-def csv_statistics(data_dir: str, names: list[str], gaps: list[int], dialect: Dialect):
+def csv_statistics(data_dir: str, names: list[str], gaps: list[int], dialect: Dialect,
+                   unnamed: tuple[int, ...] | list[int] = ()):
     """TFDV's statistics of the CSV files, as tfdv.generate_statistics_from_csv computes them
     but read as CsvExampleGen reads them: rows by its own reader (a quoted value may hold a line
     break; gzip files), the header `names` the checks read (TFDV keeps a byte-order mark in the
-    first name), the spec's delimiter, and missing markers in the number columns at the
-    indices `gaps` as the empty cells CsvExampleGen makes them."""
+    first name), the spec's delimiter, the header's `unnamed` (empty) columns dropped, and
+    missing markers in the number columns at the indices `gaps` (of the named columns) as the
+    empty cells CsvExampleGen makes them."""
     import apache_beam as beam
     import tensorflow_data_validation as tfdv
     from tensorflow_data_validation.coders import csv_decoder
@@ -466,6 +475,8 @@ def csv_statistics(data_dir: str, names: list[str], gaps: list[int], dialect: Di
 
     def blank_markers(line: str) -> str:
         cells = next(csv.reader([line], delimiter=dialect.delimiter))
+        for i in reversed(unnamed):
+            del cells[i]
         for i in gaps:
             if i < len(cells) and is_missing(cells[i], dialect.extra):
                 cells[i] = ""
@@ -482,7 +493,7 @@ def csv_statistics(data_dir: str, names: list[str], gaps: list[int], dialect: Di
             # a line break.
             lines = (p | beam.Create(csv_check.csv_files(data_dir))
                      | beam.ParDo(example_gen.ReadCsvRecords()))
-            if gaps:
+            if gaps or unnamed:
                 lines = lines | beam.Map(blank_markers)
             _ = (lines
                  | csv_decoder.DecodeCSV(column_names=names,
