@@ -191,7 +191,7 @@ def _scan(path: str, label: LabelCheck | None, delimiter: str, markers: frozense
                 raise ConfigError(
                     f"data file {path!r}, line {number}: bytes {raw[e.start:e.end]!r} are not "
                     "UTF-8; expected UTF-8 text (re-encode the file, e.g. with "
-                    "`iconv -f latin1 -t utf-8`)"
+                    f"`iconv -f {legacy_encoding(raw)} -t utf-8`)"
                 ) from None
 
     try:
@@ -233,6 +233,17 @@ def _scan(path: str, label: LabelCheck | None, delimiter: str, markers: frozense
     except (OSError, EOFError, csv.Error) as e:
         raise ConfigError(f"data file {path!r} cannot be read as CSV: {e}") from e
     return Scan(tuple(header), rows, missing)
+
+
+def legacy_encoding(raw: bytes) -> str:
+    """The single-byte encoding a non-UTF-8 export most likely uses: Windows-1252 (Excel's on
+    Windows, with its "–", "€" and curly quotes in 0x80-0x9F) wherever the bytes fit it, else
+    Latin-1, which any bytes fit."""
+    try:
+        raw.decode("cp1252")
+    except UnicodeDecodeError:
+        return "latin1"
+    return "cp1252"
 
 
 def _check_header(path: str, header: list[str], delimiter: str) -> None:

@@ -269,3 +269,18 @@ def test_the_spec_and_schema_are_read_once_and_the_config_validated_once(monkeyp
     monkeypatch.setattr(pipeline_config, "local_beam_args", lambda *a: pytest.fail("I/O"))
     values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
     assert pipeline_config.PipelineConfig(**values) == config
+
+
+@pytest.mark.parametrize("text, encoding", [
+    ("Café – “quoted”", "cp1252"),  # Excel on Windows: the dash and quotes sit in 0x80-0x9F
+    ("Crème brûlée", "cp1252"),  # bytes Latin-1 and Windows-1252 read alike: Windows' name
+    ("a\x81b", "latin1"),  # 0x81 is no Windows-1252 character
+])
+def test_a_non_utf8_file_is_named_with_the_encoding_its_bytes_fit(tmp_path, text, encoding):
+    data = (",".join(TAXI.read_rows(1)[0]) + "\n").encode() + text.encode("latin1" if
+                                                                           "\x81" in text
+                                                                           else "cp1252")
+    (tmp_path / "a.csv").write_bytes(data)
+    with pytest.raises(ConfigError, match=f"line 2: .*`iconv -f {encoding} -t utf-8`"):
+        configure(data_dir=str(tmp_path)).validate()
+    assert data.splitlines()[1].decode(encoding) == text  # the named encoding reads it back

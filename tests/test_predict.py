@@ -93,6 +93,26 @@ def test_scores_every_good_row_like_serving_default_and_reports_the_rest(task_da
     np.testing.assert_allclose(got, expected[key].numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_ignored_columns_are_no_serving_inputs(task_data, tmp_path):
+    """A column whose only role is 'ignore' is not read by the model: the signature does not
+    take it, the contract does not list it, and rows without it score."""
+    model_dir = _exported(task_data, tmp_path / "model")
+    ignored = {f.column for f in task_data.spec.features} - {
+        f.column for f in task_data.spec.features if f.role != "ignore"}
+    predictor = tool_scoring.load_predictor(model_dir)
+    assert not ignored & {i.name for i in predictor.inputs}
+    rows = [{k: v for k, v in r.items() if k not in ignored}
+            for r in task_data.eval_csv_rows[:30]]
+    data_dir = tmp_path / "new"
+    data_dir.mkdir()
+    _write(data_dir / "a.csv", rows)
+    summary = predict.predict_folder(model_dir, str(data_dir), str(tmp_path / "out"))
+    assert summary["rejected"] == 0 and summary["rows"] == 30
+    meaning = next(o["meaning"] for o in predictor.contract["outputs"])
+    if task_data.spec.task == "binary":  # the positive class is named, not "true"
+        assert "is true" not in meaning and " is " in meaning, meaning
+
+
 def test_the_newest_complete_pushed_version_is_used(tmp_path):
     serving = tmp_path / "serving"
     for version, complete in (("1700000000", True), ("1800000000", True), ("1900000000", False)):

@@ -37,3 +37,20 @@ def test_component_time_does_not_depend_on_the_order_of_the_nodes():
     backward = summary(list(reversed(range(len(milliseconds)))))
     assert forward.component_seconds == backward.component_seconds == 310.65
     assert f"{forward.component_seconds:.1f}" == f"{backward.component_seconds:.1f}"
+
+
+def test_a_component_that_failed_is_said_to_have_failed():
+    """A failed Trainer is reported as failed, not as one that did not run; one that never
+    started names where the run stopped."""
+    from pipeline import names
+    from pipeline.runs import report, run_summary
+
+    def node(node_id: str, state: str) -> run_summary.NodeRun:
+        return run_summary.NodeRun(node_id, state, {}, 0.0, 1.0)
+
+    summary = run_summary.RunSummary("run", {names.TRANSFORM: node(names.TRANSFORM, "COMPLETE"),
+                                             names.TRAINER: node(names.TRAINER, "FAILED")})
+    assert "The Trainer failed in this run (FAILED)" in report._no_output(
+        summary, names.TRAINER, "Trainer")
+    assert "The Evaluator did not run in this run (stopped at Trainer)" in report._no_output(
+        summary, names.EVALUATOR, "Evaluator")

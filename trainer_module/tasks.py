@@ -98,8 +98,11 @@ class Task:
         """What each serving output means, for the README, the contract and the model card;
         `label` names the label (with its rule, if it has one)."""
         if self.name == BINARY:
-            return {"probabilities": f"the probability, 0 to 1, that {label} is true (float32, "
-                                     "one value per instance)"}
+            # A binary spec's classes are [negative, positive]; without them the label is 0/1.
+            positive = (f"{label} is {classes[-1]!r} (the positive class; the other is "
+                        f"{classes[0]!r})" if classes else f"{label} is 1")
+            return {"probabilities": f"the probability, 0 to 1, that {positive} (float32, one "
+                                     "value per instance)"}
         if self.name == MULTICLASS:
             return {"scores": f"the probability of each class of {label}, in the order of "
                               f"'classes' ({', '.join(classes)}); they sum to 1 (float32)",

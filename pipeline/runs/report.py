@@ -498,9 +498,21 @@ def _budget(record) -> str:
             f"rows, {record.validation_rows:,} in the validation slice.{refit}</p>")
 
 
+def _no_output(summary: run_summary.RunSummary, node_id: str, what: str) -> str:
+    """Why `node_id` left nothing to show: it failed, it never started, or it logged nothing."""
+    node = summary.nodes.get(node_id)
+    if node is not None and node.state not in run_summary.OK_STATES:
+        return (f"<p>The {what} failed in this run ({_e(node.state)}): the run's console and "
+                "its log under OUTPUT_DIR/logs/ hold its error.</p>")
+    if node is None:
+        stopped = ", ".join(summary.failed_nodes) or "an earlier component"
+        return f"<p>The {what} did not run in this run (stopped at {_e(stopped)}).</p>"
+    return f"<p>The {what} ran but recorded nothing to show here.</p>"
+
+
 def _training_section(data: ReportData, image: str | None) -> str:
     if not data.curves:
-        return "<p>The Trainer did not run in this run.</p>"
+        return _no_output(data.summary, names.TRAINER, "Trainer")
     tags = sorted({t for s in data.curves.values() for t in s}, key=lambda t: (t != "loss", t))
     rows = []
     for split in CURVE_SPLITS:
@@ -514,7 +526,7 @@ def _training_section(data: ReportData, image: str | None) -> str:
 
 def _evaluation_section(data: ReportData, image: str | None) -> str:
     if data.evaluation is None:
-        return "<p>The Evaluator did not run in this run.</p>"
+        return _no_output(data.summary, names.EVALUATOR, "Evaluator")
     metrics = sorted({m for values in data.evaluation.slices.values() for m in values
                       if not m.endswith("_diff")}, key=lambda m: (m != "example_count", m))
     rows = [[label] + [_num(values.get(m), 0 if m == "example_count" else 4) for m in metrics]
