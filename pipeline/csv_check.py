@@ -10,11 +10,15 @@ import dataclasses
 import glob
 import gzip
 import os
+import re
+from collections.abc import Mapping
 from typing import IO
 
 from pipeline.errors import ConfigError
+from trainer_module import numbers
 from trainer_module.dataset_spec import DELIMITERS
 from trainer_module.missing import NO_EXTRA, is_missing
+from trainer_module.numbers import NumberFormat
 
 # The files CsvExampleGen reads as one split (the pattern of its input config): *.csv, and
 # *.csv.gz, which Beam's reader decompresses by the name. Anything else the pattern matches
@@ -118,13 +122,16 @@ def file_delimiter(path: str) -> str:
 
 def check_data_dir(data_dir: str, columns: list[str], schema_path: str,
                    label: LabelCheck | None = None, delimiter: str = ",",
-                   markers: frozenset[str] = NO_EXTRA) -> int:
+                   markers: frozenset[str] = NO_EXTRA,
+                   number_columns: Mapping[str, NumberFormat | None] | None = None) -> int:
     """The data dir holds well-formed UTF-8 CSV files that CsvExampleGen can read as one split.
 
     Every file must have the same header (CsvExampleGen rejects a split whose files differ),
     naming every column of the schema, and every row as many fields as the header; together
     they must hold at least one data row. With `label`, every label cell must hold an allowed
     value. `delimiter` and `markers` (folded extra missing markers) are the spec's [csv].
+    Every cell of `number_columns` (column → its format, or None) must be a number as
+    trainer_module/numbers.py defines one: finite, and in the column's format.
     Returns the number of rows without a label.
     """
     if not os.path.isdir(data_dir):
@@ -143,7 +150,7 @@ def check_data_dir(data_dir: str, columns: list[str], schema_path: str,
     first_header: tuple[str, ...] | None = None
     data_rows = missing_labels = 0
     for path in files:
-        scan = _scan(path, label, delimiter, markers)
+        scan = _scan(path, label, delimiter, markers, number_columns or {})
         if scan.header is None:
             raise ConfigError(f"data file {path!r} is empty: expected a header row naming "
                               f"the columns {columns}")
@@ -180,8 +187,8 @@ def nameless(header: list[str] | tuple[str, ...]) -> list[int]:
     return [i for i, name in enumerate(header) if not name.strip()]
 
 
-def _scan(path: str, label: LabelCheck | None, delimiter: str, markers: frozenset[str]
-          ) -> Scan:
+def _scan(path: str, label: LabelCheck | None, delimiter: str, markers: frozenset[str],
+          number_columns: Mapping[str, NumberFormat | None]) -> Scan:
 
     def decoded_lines(f):
         for number, raw in enumerate(f, start=1):
@@ -202,6 +209,12 @@ def _scan(path: str, label: LabelCheck | None, delimiter: str, markers: frozense
                 return Scan(None, 0)
             _check_header(path, header, delimiter)
             unnamed = nameless(header)
+            # Formatted columns: every cell parsed. Plain ones: the cells of a row in which
+            # something may read as an infinite or float32-overflowing number.
+            formatted = [(i, number_columns[name]) for i, name in enumerate(header)
+                         if number_columns.get(name)]
+            plain = [(i, None) for i, name in enumerate(header)
+                     if name in number_columns and not number_columns[name]]
             index = header.index(label.column) if label and label.column in header else None
             allowed = set(label.allowed) if label and label.allowed is not None else None
             rows = missing = 0
@@ -220,6 +233,10 @@ def _scan(path: str, label: LabelCheck | None, delimiter: str, markers: frozense
                         f"data file {path!r}, line {reader.line_num}: column {held + 1} of the "
                         f"header has no name but holds {row[held]!r}; give the column a name "
                         "(a column with no name is dropped only when it is empty in every row)")
+                check = formatted + plain if plain and _SUSPECT.search(delimiter.join(row)) \
+                    else formatted
+                for i, fmt in check:
+                    _check_number(path, reader.line_num, header[i], row[i], fmt, markers)
                 if index is None:
                     continue
                 value = row[index]
@@ -233,6 +250,26 @@ def _scan(path: str, label: LabelCheck | None, delimiter: str, markers: frozense
     except (OSError, EOFError, csv.Error) as e:
         raise ConfigError(f"data file {path!r} cannot be read as CSV: {e}") from e
     return Scan(tuple(header), rows, missing)
+
+
+# Text in a row that may read as an infinite number ("inf", "Infinity") or one beyond
+# float32 ("1e39").
+_SUSPECT = re.compile(r"inf|\de\+?\d\d", re.IGNORECASE)
+
+
+def _check_number(path: str, line: int, column: str, cell: str, fmt: NumberFormat | None,
+                  markers: frozenset[str]) -> None:
+    if is_missing(cell, markers):
+        return
+    try:
+        numbers.parse(cell, fmt)
+    except ValueError as e:
+        if fmt is None and "finite" not in str(e) and "beyond" not in str(e):
+            return  # not a number at all: the schema's type check (ExampleValidator) says so
+        raise ConfigError(f"data file {path!r}, line {line}: column {column!r}: {e}; write "
+                          "the value as a finite number"
+                          + (f" in the format {str(fmt)!r} ([csv] formats in the dataset spec)"
+                             if fmt else "") + ", or leave the cell empty (missing)") from None
 
 
 def legacy_encoding(raw: bytes) -> str:

@@ -241,6 +241,7 @@ def _batch_predict(uri: str, spec: DatasetSpec, trainer: Any, evaluator: Any) ->
         input_base=uri,
         input_config=csv_input_config(),
         delimiter=spec.delimiter, missing_values=spec.missing_values,
+        number_formats=spec.number_formats,
         output_config=example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
             splits=[example_gen_pb2.SplitConfig.Split(name=names.PREDICT_SPLIT,
                                                       hash_buckets=1)])),
@@ -351,7 +352,8 @@ def _example_gen(config: PipelineConfig) -> Any:
         return BigQueryExampleGen(query=config.bigquery_query)
     return CsvExampleGen(input_base=config.data_dir, input_config=csv_input_config(),
                          delimiter=config.spec.delimiter,
-                         missing_values=config.spec.missing_values)
+                         missing_values=config.spec.missing_values,
+                         number_formats=config.spec.number_formats)
 
 
 def _transform(spec: DatasetSpec, example_gen: Any, schema_gen: Any) -> Transform:

@@ -179,9 +179,12 @@ class PipelineConfig:
                 raise ConfigError(f"data_dir={self.data_dir!r}: expected a local folder or a "
                                   "gs:// folder of CSV files")
         else:
-            csv_check.check_data_dir(self.data_dir, [f.name for f in self.schema.feature],
-                                     self.schema_path, label_check(self.spec, self.schema),
-                                     self.spec.delimiter, folded(self.spec.missing_values))
+            csv_check.check_data_dir(
+                self.data_dir, [f.name for f in self.schema.feature], self.schema_path,
+                label_check(self.spec, self.schema), self.spec.delimiter,
+                folded(self.spec.missing_values),
+                {f.name: self.spec.number_format(f.name) for f in self.schema.feature
+                 if f.type in (schema_pb2.INT, schema_pb2.FLOAT)})
         return self
 
 

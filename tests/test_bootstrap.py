@@ -414,3 +414,55 @@ def test_columns_that_differ_only_in_case_are_kept_apart(tmp_path):
                            "--task", "binary", "--schemas-dir", str(tmp_path)]) == 0
     config = configure(dataset=str(tmp_path / "people"), data_dir=str(data)).validate()
     assert {f.column for f in config.spec.features} == {"Age", "age"}
+
+
+def test_spreadsheet_formatted_numbers_are_read_as_numbers_with_their_format(tmp_path):
+    """A salary written "$5,993", a rate "11%" and an amount "1,234.5" are numbers with their
+    format in the spec, not ids, vocabularies or hashed text; the data check then stops at a
+    cell that breaks its column's format, naming the file, line and column."""
+    rng = random.Random(7)
+    rows = []
+    for i in range(600):
+        salary = rng.randrange(2000, 20000)
+        rows.append({"salary": f"${salary:,}", "rate": f"{rng.randrange(1, 30)}%",
+                     "amount": f"{rng.uniform(10, 5000):,.1f}",
+                     "left": "yes" if salary < 6000 or rng.random() < 0.1 else "no"})
+    data = tmp_path / "data"
+    data.mkdir()
+    _write(data / "staff.csv", rows)
+    assert bootstrap.main(["--name", "staff", "--data-dir", str(data), "--label", "left",
+                           "--task", "binary", "--schemas-dir", str(tmp_path)]) == 0
+    with open(tmp_path / "staff" / datasets.SPEC_FILE, "rb") as f:
+        written = tomllib.load(f)
+    assert written["csv"]["formats"] == {"salary": "$#,##0", "rate": "0%", "amount": "#,##0"}
+    for column in ("salary", "rate", "amount"):
+        assert written["features"][column]["role"] in ("zscore", "log_zscore", "quantile")
+    config = configure(dataset=str(tmp_path / "staff"), data_dir=str(data)).validate()
+    assert {f.name: f.type for f in config.schema.feature}["salary"] == schema_pb2.FLOAT
+    with open(data / "staff.csv", "a", encoding="utf-8") as f:
+        f.write("5993,3%,\"1,000.0\",no\n")  # the salary lost its "$"
+    with pytest.raises(ConfigError, match=r"staff.csv', line 602: column 'salary': '5993' is "
+                                          r"not written as the column's format '\$#,##0'"):
+        configure(dataset=str(tmp_path / "staff"), data_dir=str(data)).validate()
+
+
+def test_an_infinite_number_stops_make_dataset_and_the_run_naming_file_line_and_column(
+        tmp_path, capsys):
+    rows = [{"x": str(i * 0.5), "y": "yes" if i % 2 else "no"} for i in range(200)]
+    rows[150]["x"] = "inf"
+    data = tmp_path / "data"
+    data.mkdir()
+    _write(data / "rows.csv", rows)
+    assert bootstrap.main(["--name", "inf", "--data-dir", str(data), "--label", "y",
+                           "--task", "binary", "--schemas-dir", str(tmp_path)]) == 2
+    assert f"data file '{data}/rows.csv', line 152: column 'x' holds 'inf', which is not a " \
+           "finite number" in capsys.readouterr().err
+    rows[150]["x"] = "1.5"
+    _write(data / "rows.csv", rows)
+    assert bootstrap.main(["--name", "inf", "--data-dir", str(data), "--label", "y",
+                           "--task", "binary", "--schemas-dir", str(tmp_path)]) == 0
+    rows[20]["x"] = "-Infinity"
+    _write(data / "rows.csv", rows)
+    with pytest.raises(ConfigError, match=r"rows.csv', line 22: column 'x': '-Infinity' is not "
+                                          "a finite number"):
+        configure(dataset=str(tmp_path / "inf"), data_dir=str(data)).validate()

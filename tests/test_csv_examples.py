@@ -24,10 +24,10 @@ from trainer_module.missing import is_missing_bytes
 # line break inside a cell, empty cells of every type, and columns whose type rises late: a
 # float column with a text, an int column with an int beyond int64 (text, as TFX infers it).
 EDGE_CSV = """i,f,s,none,big,q,fs,is
--5,1e39,hello,,9223372036854775807,"a, ""quoted"" text",1.5,5
-0,-1e39,h\u00e9llo w\u00f6rld,,-9223372036854775808,,2,7
+-5,1e38,hello,,9223372036854775807,"a, ""quoted"" text",1.5,5
+0,-1e38,h\u00e9llo w\u00f6rld,,-9223372036854775808,,2,7
 127,nan,,,128,x,abc,99999999999999999999
-,inf,{long},,16384,"two
+,1e-45,{long},,16384,"two
 lines",,
 300,3.4028235e38,1,,-1,y,0.25,1
 """.format(long="A" * 200)
@@ -85,11 +85,13 @@ def test_types_and_rows_as_tfx_infers_and_serializes_them(text):
         inferrer.add_input({}, rows[0][1:])
 
 
-def _run(executor_class, data_dir, out_dir, output_config: example_gen_pb2.Output) -> dict:
+def _run(executor_class, data_dir, out_dir, output_config: example_gen_pb2.Output,
+         **properties: str) -> dict:
     """Runs an executor (Beam in-process); returns each split's records."""
     examples = standard_artifacts.Examples()
     examples.uri = str(out_dir)
     executor_class().Do({}, {"examples": [examples]}, {
+        **properties,
         "input_base": str(data_dir),
         "input_config": json_format.MessageToJson(csv_input_config()),
         "output_config": json_format.MessageToJson(output_config),
@@ -177,6 +179,45 @@ def test_a_spreadsheets_trailing_empty_columns_are_no_features(tmp_path):
                                  encoding="utf-8")
     with pytest.raises(Exception, match="column .* of the header has no name but holds"):
         _run(example_gen.Executor, excel, tmp_path / "held", output_config)
+
+
+ONE_SPLIT = example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
+    splits=[example_gen_pb2.SplitConfig.Split(name="all", hash_buckets=1)]))
+
+
+def test_formatted_numbers_are_read_through_their_columns_format(tmp_path):
+    """Fares written as a spreadsheet's "$1,234.50" give the examples plain fares give; a cell
+    that breaks the format, and an infinite or float32-overflowing number, stop the step."""
+    import json
+
+    header, *lines = _shipped_csv().splitlines(keepends=True)
+    names = next(csv.reader([header]))
+    rows = [next(csv.reader([line])) for line in lines[:300]]
+    fare = names.index("fare")
+    plain, formatted = tmp_path / "plain", tmp_path / "formatted"
+    for folder, shown in ((plain, lambda v: v), (formatted, lambda v: f"${float(v):,.2f}")):
+        folder.mkdir()
+        with open(folder / "a.csv", "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(names)
+            writer.writerows([*r[:fare], shown(r[fare]), *r[fare + 1:]] for r in rows)
+    formats = {example_gen.NUMBER_FORMATS_KEY: json.dumps({"fare": "$#,##0"})}
+    expected = _run(example_gen.Executor, plain, tmp_path / "from_plain", ONE_SPLIT)
+    got = _run(example_gen.Executor, formatted, tmp_path / "from_formatted", ONE_SPLIT, **formats)
+    assert collections.Counter(got["all"]) == collections.Counter(expected["all"])
+
+    def one_row(folder, cell: str) -> None:
+        (folder / "a.csv").write_text(
+            header + ",".join([*rows[0][:fare], cell, *rows[0][fare + 1:]]) + "\n",
+            encoding="utf-8")
+
+    one_row(formatted, "12.50")  # no "$": not the column's format
+    with pytest.raises(Exception, match="is not written as the column's format"):
+        _run(example_gen.Executor, formatted, tmp_path / "bad", ONE_SPLIT, **formats)
+    for bad in ("inf", "-Infinity", "1e39"):
+        one_row(plain, bad)
+        with pytest.raises(Exception, match="is not a finite number|is beyond the largest"):
+            _run(example_gen.Executor, plain, tmp_path / "inf", ONE_SPLIT)
 
 
 def test_component_runs_this_executor_and_keys_its_cache_on_its_code():

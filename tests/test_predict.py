@@ -18,12 +18,13 @@ from trainer_module.config import TrainerConfig
 from trainer_module.model import build_model, category_sizes
 
 
-def _exported(data, folder) -> str:
+def _exported(data, folder, spec=None) -> str:
+    spec = spec or data.spec
     tft_output = tft.TFTransformOutput(data.transform_dir)
     config = TrainerConfig.create(hidden_units=(128,))
-    scale = (12.5, 10.0) if data.spec.task == "regression" else (0.0, 1.0)
-    model = build_model(config, data.spec, category_sizes(data.spec, tft_output), scale)
-    export.export_serving_model(model, config, data.spec, tft_output, str(folder), scale)
+    scale = (12.5, 10.0) if spec.task == "regression" else (0.0, 1.0)
+    model = build_model(config, spec, category_sizes(spec, tft_output), scale)
+    export.export_serving_model(model, config, spec, tft_output, str(folder), scale)
     return str(folder)
 
 
@@ -111,6 +112,47 @@ def test_ignored_columns_are_no_serving_inputs(task_data, tmp_path):
     meaning = next(o["meaning"] for o in predictor.contract["outputs"])
     if task_data.spec.task == "binary":  # the positive class is named, not "true"
         assert "is true" not in meaning and " is " in meaning, meaning
+
+
+def test_formatted_numbers_score_through_their_format_and_infinity_is_refused(
+        transformed_data, tmp_path):
+    """A model whose spec reads fares as "$#,##0" scores "$1,234.50" as 1234.5 would score;
+    a cell that breaks the format, or an infinite one, is rejected with its reason; the served
+    signature refuses an infinite input, naming it."""
+    import dataclasses
+
+    import pandas as pd
+
+    spec = dataclasses.replace(transformed_data.spec, number_formats=(("fare", "$#,##0"),))
+    model_dir = _exported(transformed_data, tmp_path / "model", spec)
+    predictor = tool_scoring.load_predictor(model_dir)
+    assert {i.name: i.format for i in predictor.inputs}["fare"] == "$#,##0"
+    rows = [dict(r) for r in transformed_data.eval_csv_rows[:20]]
+    plain_dir, formatted_dir = tmp_path / "plain", tmp_path / "formatted"
+    plain_dir.mkdir()
+    formatted_dir.mkdir()
+    _write(plain_dir / "a.csv", rows)
+    formatted = [{**r, "fare": f"${float(r['fare']) * 100:,.2f}"} for r in rows]
+    plain = [{**r, "fare": f"{float(r['fare']) * 100:.2f}"} for r in rows]
+    formatted[3]["fare"], formatted[5]["fare"] = "12.50", "$inf"
+    _write(formatted_dir / "a.csv", formatted)
+    _write(plain_dir / "a.csv", plain)
+    got = predict.predict_folder(model_dir, str(formatted_dir), str(tmp_path / "out"))
+    rejected = _read(os.path.join(got["output"], predict.REJECTED_FILE))
+    assert [r["row"] for r in rejected] == ["5", "7"]
+    assert "is not written as the column's format '$#,##0'" in rejected[0]["reason"]
+    assert got["rows"] == 20 and got["rejected"] == 2
+    # The model sees the numbers the plain cells hold.
+    as_plain = tuple(dataclasses.replace(i, format="") for i in predictor.inputs)
+    good = [i for i in range(20) if i not in (3, 5)]
+    columns, _ = tool_scoring.parse_columns(pd.DataFrame(formatted, dtype=str), predictor.inputs)
+    expected, _ = tool_scoring.parse_columns(pd.DataFrame(plain, dtype=str), as_plain)
+    np.testing.assert_allclose(columns["fare"][good], expected["fare"][good])
+    columns["fare"][0] = np.inf
+    keys_of = {i.name: i.key for i in predictor.inputs}
+    dtypes = {i.name: tf.dtypes.as_dtype(i.dtype) for i in predictor.inputs}
+    with pytest.raises(tf.errors.InvalidArgumentError, match="fare holds an infinite number"):
+        predictor.signature(**{keys_of[n]: tf.constant(v, dtypes[n]) for n, v in columns.items()})
 
 
 def test_the_newest_complete_pushed_version_is_used(tmp_path):

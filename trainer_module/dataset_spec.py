@@ -11,7 +11,7 @@ expected form.
 import dataclasses
 from typing import Any
 
-from trainer_module import tasks, tf_names
+from trainer_module import numbers, tasks, tf_names
 from trainer_module.config import ModelConfig, TrainerConfigError, TrainingConfig
 from trainer_module.features import KINDS, NUMERIC_TYPES, PACKED_NAMES, Output, transformed_name
 from trainer_module.keys import DATASET_SPEC_KEY
@@ -19,7 +19,7 @@ from trainer_module.keys import DATASET_SPEC_KEY
 RULE_OPS = (">", ">=", "<", "<=")
 MISSING_LABELS = ("stop", "drop")
 SECTIONS = ("label", "features", "evaluation", "training", "model", "csv")
-CSV_KEYS = ("delimiter", "missing_values")
+CSV_KEYS = ("delimiter", "missing_values", "formats")
 # The delimiters a [csv] table may name.
 DELIMITERS = (",", ";", "\t", "|")
 # The budget's keys in [training] (whole numbers), and the TrainingConfig settings a spec may
@@ -116,6 +116,8 @@ class DatasetSpec:
       its row count, and whether categories are paired; as (key, value) pairs.
     delimiter / missing_values: how the CSV files are written ([csv]): the field delimiter, and
       the words besides trainer_module/missing.py's that mean "no value" in a number column.
+    number_formats: ([csv] formats) the number columns written with a cell format, as
+      (column, format) pairs ("$#,##0": trainer_module/numbers.py).
     """
 
     name: str
@@ -136,6 +138,12 @@ class DatasetSpec:
     model: tuple[tuple[str, Any], ...] = ()
     delimiter: str = ","
     missing_values: tuple[str, ...] = ()
+    number_formats: tuple[tuple[str, str], ...] = ()
+
+    def number_format(self, column: str) -> numbers.NumberFormat | None:
+        """The format `column`'s numbers are written in, or None (plain numbers)."""
+        fmt = dict(self.number_formats).get(column)
+        return numbers.parse_format(fmt) if fmt else None
 
     # --- derived names -----------------------------------------------------------------------
 
@@ -229,7 +237,8 @@ class DatasetSpec:
                 {} if t.allowed_change is None else {"allowed_change": t.allowed_change})}
         training = {k: getattr(self, k) for k in TRAINING_KEYS if getattr(self, k) is not None}
         model = {k: list(v) if isinstance(v, tuple) else v for k, v in self.model}
-        csv = {"delimiter": self.delimiter, "missing_values": list(self.missing_values)}
+        csv = {"delimiter": self.delimiter, "missing_values": list(self.missing_values),
+               **({"formats": dict(self.number_formats)} if self.number_formats else {})}
         return {"name": self.name, "label": label, "features": features,
                 "evaluation": {"slices": list(self.slices), "thresholds": thresholds},
                 **({"training": training} if training else {}),
@@ -404,7 +413,15 @@ def _csv_section(r: _Reader, dialect: dict) -> dict[str, Any]:
     if not isinstance(markers, list) or not all(isinstance(m, str) and m.strip()
                                                 for m in markers):
         raise r.fail("csv.missing_values", markers, 'a list of words, e.g. ["?", "-"]')
-    return {"delimiter": delimiter, "missing_values": tuple(markers)}
+    formats = r.table(dialect.get("formats"), "csv.formats", required=False)
+    for column, fmt in formats.items():
+        try:
+            numbers.parse_format(fmt)
+        except ValueError:
+            raise r.fail(f"csv.formats.{column}", fmt, "a number format: text around a digit "
+                         "pattern, e.g. \"$#,##0\", \"0%\" or \"#,##0 €\"") from None
+    return {"delimiter": delimiter, "missing_values": tuple(markers),
+            "number_formats": tuple(sorted(formats.items()))}
 
 
 def _check_outputs(r: _Reader, spec: DatasetSpec) -> None:
@@ -533,6 +550,11 @@ def check_against_schema(spec: DatasetSpec, schema: Any, source: str, schema_pat
         raise SpecError(f"{schema_path}: columns {clash[0]!r} and {clash[1]!r} differ only in "
                         "case, which TensorFlow cannot tell apart in a model's inputs: rename "
                         "one in the CSV header (and here)")
+    for column, fmt in spec.number_formats:
+        if types.get(column) != "FLOAT":
+            raise r.fail(f"csv.formats.{column}", fmt, f"a FLOAT column of the schema "
+                         f"{schema_path}: a formatted number is read as one; {column!r} is "
+                         f"{types.get(column, 'not in the schema')}")
     for column in (f.column for f in spec.features):
         if column not in types:
             raise r.fail(f"features.{column}", column,

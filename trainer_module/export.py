@@ -25,6 +25,7 @@ from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.feature_signature import (
     feature_inputs,
     input_signature,
+    refuse_infinite,
     to_parsed,
     write_contract,
 )
@@ -72,12 +73,12 @@ def export_serving_model(
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")],
                  autograph=False)
     def serve_tf_examples(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
-        raw = tf.io.parse_example(serialized, serving_spec)
+        raw = refuse_infinite(tf.io.parse_example(serialized, serving_spec))
         transformed = model.tft_layer(raw)
         prediction = model(model_inputs(transformed, spec), training=False)
         return task.serving_outputs(prediction, spec.classes)
 
-    inputs = feature_inputs(serving_spec)
+    inputs = feature_inputs(serving_spec, dict(spec.number_formats))
 
     @tf.function(input_signature=input_signature(inputs), autograph=False)
     def serve_features(*values: tf.Tensor) -> dict[str, tf.Tensor]:

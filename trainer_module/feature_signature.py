@@ -21,6 +21,7 @@ import dataclasses
 from typing import Any
 
 from trainer_module import keys
+from trainer_module import numbers as number_format
 from trainer_module.missing import NO_EXTRA, is_missing
 from trainer_module.tf_names import tf_name
 
@@ -36,12 +37,16 @@ class FeatureInput:
 
     name: the raw feature (the column's own name); kind: 'float', 'int' or 'string' (the
     schema's type); required: the schema requires a value in every row; dtype: the input
-    tensor's dtype name; key: the signature's input name (trainer_module/tf_names.py).
+    tensor's dtype name; key: the signature's input name (trainer_module/tf_names.py), which
+    stays distinct for distinct columns, case included; format: how the column's numbers are
+    written in the CSV files ("$#,##0": trainer_module/numbers.py), '' for plain numbers (the
+    signature itself takes the numbers).
     """
 
     name: str
     kind: str
     required: bool
+    format: str = ""
 
     @property
     def key(self) -> str:
@@ -63,16 +68,18 @@ class FeatureInput:
         return '""' if self.kind == "string" else "NaN"
 
 
-def feature_inputs(raw_feature_spec: dict) -> tuple[FeatureInput, ...]:
+def feature_inputs(raw_feature_spec: dict, formats: dict[str, str] | None = None
+                   ) -> tuple[FeatureInput, ...]:
     """The signature's inputs for a serving request's raw feature spec (FixedLenFeature:
-    required; VarLenFeature: optional), sorted by name."""
+    required; VarLenFeature: optional), sorted by name; `formats`: the spec's number formats."""
     import tensorflow as tf
 
     inputs = []
     for name in sorted(raw_feature_spec):
         feature = raw_feature_spec[name]
         kind = {tf.float32: "float", tf.int64: "int", tf.string: "string"}[feature.dtype]
-        inputs.append(FeatureInput(name, kind, isinstance(feature, tf.io.FixedLenFeature)))
+        inputs.append(FeatureInput(name, kind, isinstance(feature, tf.io.FixedLenFeature),
+                                   (formats or {}).get(name, "")))
     return tuple(inputs)
 
 
@@ -96,6 +103,7 @@ def to_parsed(values: dict[str, Any], inputs: tuple[FeatureInput, ...]) -> dict[
         if feature.kind == "string":
             present = tf.not_equal(x, MISSING_STRING)
         else:
+            x = _finite(x, f"serving_features: {feature.name}")
             present = tf.logical_not(tf.math.is_nan(x))
         if feature.required:
             check = tf.debugging.Assert(
@@ -113,6 +121,34 @@ def to_parsed(values: dict[str, Any], inputs: tuple[FeatureInput, ...]) -> dict[
             values=tf.boolean_mask(x, present),
             dense_shape=tf.stack([tf.shape(x, out_type=tf.int64)[0], 1]))
     return parsed
+
+
+def _finite(x: Any, where: str) -> Any:
+    """`x`, once no value of it is infinite: a served model refuses what training refuses
+    (trainer_module/numbers.py), naming the input; NaN stays a missing value."""
+    import tensorflow as tf
+
+    check = tf.debugging.Assert(
+        tf.logical_not(tf.reduce_any(tf.math.is_inf(x))),
+        [f"{where} holds an infinite number: send a finite one (or NaN for no value)"])
+    with tf.control_dependencies([check]):
+        return tf.identity(x)
+
+
+def refuse_infinite(raw: dict[str, Any]) -> dict[str, Any]:
+    """Parsed tf.Example features, each float one checked by `_finite`."""
+    import tensorflow as tf
+
+    checked = {}
+    for name, x in raw.items():
+        if x.dtype != tf.float32:
+            checked[name] = x
+        elif isinstance(x, tf.SparseTensor):
+            checked[name] = tf.SparseTensor(x.indices, _finite(x.values, f"examples: {name}"),
+                                            x.dense_shape)
+        else:
+            checked[name] = _finite(x, f"examples: {name}")
+    return checked
 
 
 def parse_columns(frame: Any, inputs: tuple[FeatureInput, ...],
@@ -156,12 +192,23 @@ def parse_columns(frame: Any, inputs: tuple[FeatureInput, ...],
         if feature.kind == "string":
             columns[feature.name] = cells.to_numpy(dtype=object)
             continue
-        numbers = pd.to_numeric(cells.where(~empty), errors="coerce").astype(np.float64)
         quoted = feature.name + ": " + cells.map(repr)
-        not_number = ~empty & numbers.isna()
-        note(not_number, quoted + f" is not a number (the schema's type is "
-                                  f"{feature.kind.upper()})")
+        if feature.format:  # "$5,993": read through the column's format
+            fmt = number_format.parse_format(feature.format)
+            numbers = cells.where(~empty).map(lambda cell, fmt=fmt: _formatted(cell, fmt)
+                                              ).astype(np.float64)
+            not_number = ~empty & numbers.isna()
+            note(not_number, quoted + f" is not written as the column's format "
+                                      f"{feature.format!r}")
+        else:
+            numbers = pd.to_numeric(cells.where(~empty), errors="coerce").astype(np.float64)
+            not_number = ~empty & numbers.isna()
+            note(not_number, quoted + f" is not a number (the schema's type is "
+                                      f"{feature.kind.upper()})")
         infinite = ~empty & ~numbers.isna() & ~np.isfinite(numbers)
+        if feature.kind == "float":  # a value float32 cannot hold is infinite in the model
+            with np.errstate(over="ignore"):
+                infinite |= ~empty & ~numbers.isna() & ~np.isfinite(numbers.astype(np.float32))
         note(infinite, quoted + " is not a finite number")
         if feature.kind == "int":
             whole = numbers.where(np.isfinite(numbers), 0.0)
@@ -177,6 +224,16 @@ def parse_columns(frame: Any, inputs: tuple[FeatureInput, ...],
             # values become tensors, and a JSON instance keeps the cell's decimal value.
             columns[feature.name] = numbers.where(~bad, np.nan).to_numpy(dtype=np.float64)
     return columns, reasons
+
+
+def _formatted(cell: Any, fmt: Any) -> float:
+    """A formatted cell's number; NaN for an empty cell or one that breaks the format."""
+    if not isinstance(cell, str):
+        return float("nan")
+    try:
+        return number_format.parse(cell, fmt)
+    except ValueError:
+        return float("nan")
 
 
 def instance(row: dict[str, str], inputs: tuple[FeatureInput, ...]) -> dict[str, Any]:
@@ -212,8 +269,10 @@ def write_contract(export_dir: str, inputs: tuple[FeatureInput, ...], spec: Any)
         "label": label,
         "classes": list(spec.classes),
         "signature": keys.FEATURES_SIGNATURE,
+        # key: the input's name in the signature, distinct for distinct columns (case too).
         "inputs": [{"name": i.name, "key": i.key, "type": i.kind.upper(), "dtype": i.dtype,
-                    "required": i.required, "missing": i.missing} for i in inputs],
+                    "required": i.required, "missing": i.missing,
+                    **({"format": i.format} if i.format else {})} for i in inputs],
         "outputs": [{"name": name, "meaning": meaning} for name, meaning in
                     task.output_meanings(label, spec.classes).items()],
         "prediction_key": task.prediction_key,
@@ -243,6 +302,6 @@ def read_contract(model_dir: str) -> tuple[dict[str, Any], tuple[FeatureInput, .
                                 f"{keys.FEATURES_SIGNATURE} signature; train and push it again")
     with tf.io.gfile.GFile(path) as f:
         contract = json.load(f)
-    inputs = tuple(FeatureInput(i["name"], i["type"].lower(), i["required"])
-                   for i in contract["inputs"])
+    inputs = tuple(FeatureInput(i["name"], i["type"].lower(), i["required"],
+                                i.get("format", "")) for i in contract["inputs"])
     return contract, inputs

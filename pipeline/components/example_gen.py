@@ -39,6 +39,7 @@ from tfx_bsl.coders import csv_decoder
 
 from pipeline.cache_keys import keyed_spec
 from pipeline.csv_check import header_of, nameless
+from trainer_module import numbers
 from trainer_module.missing import folded, is_missing_bytes
 
 _UINT64 = 1 << 64
@@ -54,6 +55,9 @@ _N = frozenset(b"nN")
 # JSON list) besides trainer_module/missing.py's.
 DELIMITER_KEY = "delimiter"
 MISSING_VALUES_KEY = "missing_values"
+# The number columns written with a cell format: a JSON object, column → format
+# (trainer_module/numbers.py); unset when none is.
+NUMBER_FORMATS_KEY = "number_formats"
 
 
 def _varint(value: int) -> bytes:
@@ -71,10 +75,8 @@ def _delimited(tag: bytes, payload: bytes) -> bytes:
 
 def _float32(cell: bytes) -> bytes:
     value = float(cell)
-    try:
-        return _FLOAT32.pack(value)
-    except OverflowError:  # beyond float32's range: protobuf stores it as ±inf
-        return _FLOAT32.pack(float("inf") if value > 0 else float("-inf"))
+    numbers.check_finite(cell.decode("utf-8", "replace"), value)  # "inf" is no number
+    return _FLOAT32.pack(value)
 
 
 def _int64(cell: bytes) -> bytes:
@@ -121,7 +123,8 @@ class _Column:
     """Encodes one column's cells as map entries: the bytes around a cell's value depend
     only on the column and the value's length, so they are built once per length."""
 
-    def __init__(self, info: csv_decoder.ColumnInfo, missing: frozenset[str]):
+    def __init__(self, info: csv_decoder.ColumnInfo, missing: frozenset[str],
+                 fmt: numbers.NumberFormat | None = None):
         self.missing = missing
         # Markers that float() reads as numbers ("NaN", "inf") are caught before it; the
         # defaults among them start with n or N.
@@ -130,6 +133,8 @@ class _Column:
         self.tag = _FEATURE_TAG.get(info.type)
         self.value = {csv_decoder.ColumnType.INT: _int64,
                       csv_decoder.ColumnType.FLOAT: _float32}.get(info.type, bytes)
+        if fmt is not None and info.type == csv_decoder.ColumnType.FLOAT:
+            self.value = lambda cell: _FLOAT32.pack(numbers.parse(cell.decode("utf-8"), fmt))
         self.numeric = self.value is not bytes
         # No value anywhere in the column: TFX writes an empty feature; an empty cell is
         # the column type's empty list.
@@ -160,8 +165,10 @@ class _EncodeRows(beam.DoFn):
     """Parsed CSV rows → serialized tf.Example, as TFX's `_ParsedCsvToTfExample` builds them,
     in deterministic serialization (map entries in protobuf's order of their keys)."""
 
-    def __init__(self, missing: frozenset[str]) -> None:
+    def __init__(self, missing: frozenset[str],
+                 formats: dict[str, numbers.NumberFormat] | None = None) -> None:
         self._missing = missing
+        self._formats = formats or {}
         self._columns: list[tuple[int, _Column]] | None = None
         self._unnamed: list[int] = []
         self._width = 0
@@ -173,7 +180,8 @@ class _EncodeRows(beam.DoFn):
             self._unnamed = nameless([info.name for info in column_infos])
             index = {info.name: i for i, info in enumerate(column_infos)
                      if i not in self._unnamed}
-            self._columns = [(index[name], _Column(column_infos[index[name]], self._missing))
+            self._columns = [(index[name], _Column(column_infos[index[name]], self._missing,
+                                                   self._formats.get(name)))
                              for name in _serialized_order(list(index))]
             self._width = len(column_infos)
         if not cells:  # a blank line, as TFX skips it
@@ -196,9 +204,11 @@ class _ColumnTypeInferrer(csv_decoder.ColumnTypeInferrer):
 
     MEMO_LIMIT = 1 << 16  # distinct values remembered per worker
 
-    def __init__(self, column_names: list[str], missing: frozenset[str]):
+    def __init__(self, column_names: list[str], missing: frozenset[str],
+                 formatted: frozenset[str] = frozenset()):
         super().__init__(column_names, skip_blank_lines=True)
         self._missing = missing
+        self._formatted = formatted  # columns of formatted numbers: FLOAT, parsed when encoded
         self._memo: dict[bytes, csv_decoder.ColumnType] = {}
 
     def add_input(self, accumulator: dict, cells: list[bytes]) -> dict:
@@ -209,6 +219,12 @@ class _ColumnTypeInferrer(csv_decoder.ColumnTypeInferrer):
         for name, cell in zip(self._column_names, cells, strict=False):
             previous = accumulator.get(name)
             if previous == csv_decoder.ColumnType.STRING:
+                continue
+            if name in self._formatted:  # its cells' own types say nothing
+                current = (csv_decoder.ColumnType.UNKNOWN if is_missing_bytes(cell, self._missing)
+                           else csv_decoder.ColumnType.FLOAT)
+                if previous is None or current > previous:
+                    accumulator[name] = current
                 continue
             current = memo.get(cell)
             if current is None:
@@ -254,6 +270,12 @@ def dialect(exec_properties: dict[str, Any]) -> tuple[str, frozenset[str]]:
             folded(json.loads(exec_properties.get(MISSING_VALUES_KEY) or "[]")))
 
 
+def number_formats(exec_properties: dict[str, Any]) -> dict[str, numbers.NumberFormat]:
+    """The formatted number columns of the step's parameters, column → format."""
+    return {column: numbers.parse_format(fmt) for column, fmt in
+            json.loads(exec_properties.get(NUMBER_FORMATS_KEY) or "{}").items()}
+
+
 class _CsvToSerializedExample(beam.PTransform):
     """TFX's `_CsvToExample` (same files, header checks, line reading and CSV parsing), with
     `ReadCsvRecords`, `_ColumnTypeInferrer` and `_EncodeRows`."""
@@ -262,6 +284,7 @@ class _CsvToSerializedExample(beam.PTransform):
         self._csv_pattern = os.path.join(
             exec_properties[standard_component_specs.INPUT_BASE_KEY], split_pattern)
         self._delimiter, self._missing = dialect(exec_properties)
+        self._formats = number_formats(exec_properties)
 
     def expand(self, pipeline: beam.Pipeline) -> beam.PCollection:
         csv_files = fileio.glob(self._csv_pattern)
@@ -275,9 +298,9 @@ class _CsvToSerializedExample(beam.PTransform):
         column_infos = beam.pvalue.AsSingleton(
             self._parsed(pipeline, csv_files, "")
             | "InferColumnTypes" >> beam.CombineGlobally(
-                _ColumnTypeInferrer(column_names, self._missing)))
+                _ColumnTypeInferrer(column_names, self._missing, frozenset(self._formats))))
         return (self._parsed(pipeline, csv_files, "ForEncoding")
-                | "ToSerializedExample" >> beam.ParDo(_EncodeRows(self._missing),
+                | "ToSerializedExample" >> beam.ParDo(_EncodeRows(self._missing, self._formats),
                                                       column_infos))
 
     def _parsed(self, pipeline: beam.Pipeline, csv_files: list[str], label: str
@@ -456,7 +479,8 @@ def _dialect_spec(base: type) -> type:
     from tfx.types.component_spec import ExecutionParameter
 
     parameters = {**base.PARAMETERS, DELIMITER_KEY: ExecutionParameter(type=str, optional=True),
-                  MISSING_VALUES_KEY: ExecutionParameter(type=str, optional=True)}
+                  MISSING_VALUES_KEY: ExecutionParameter(type=str, optional=True),
+                  NUMBER_FORMATS_KEY: ExecutionParameter(type=str, optional=True)}
     return type(base.__name__, (base,), {"PARAMETERS": parameters})
 
 
@@ -472,10 +496,12 @@ class CsvExampleGen(TfxCsvExampleGen):
 
     def __init__(self, *, input_base: str, input_config: example_gen_pb2.Input,
                  output_config: example_gen_pb2.Output | None = None, delimiter: str = ",",
-                 missing_values: tuple[str, ...] = ()) -> None:
+                 missing_values: tuple[str, ...] = (),
+                 number_formats: tuple[tuple[str, str], ...] = ()) -> None:
         spec = CsvExampleGenSpec(
             input_base=input_base, input_config=input_config,
             delimiter=delimiter, missing_values=json.dumps(list(missing_values)),
+            number_formats=json.dumps(dict(number_formats)) if number_formats else None,
             output_config=output_config or utils.make_default_output_config(input_config),
             custom_config=None, range_config=None,
             output_data_format=example_gen_pb2.FORMAT_TF_EXAMPLE,

@@ -26,10 +26,11 @@ import tempfile
 from pipeline import console, csv_check, datasets
 from pipeline.errors import ConfigError
 from pipeline.pipeline_config import DEFAULT_OUTPUT_DIR
-from trainer_module import dataset_spec, datetimes, keys, tasks, tf_names
+from trainer_module import dataset_spec, datetimes, keys, numbers, tasks, tf_names
 from trainer_module.config import MAX_CROSS_BUCKETS, ModelConfig, TrainingConfig
 from trainer_module.features import NUMERIC_TYPES
 from trainer_module.missing import NO_EXTRA, folded, is_missing
+from trainer_module.numbers import NumberFormat
 
 # A column is id-like when nearly every present value is its own (and there are many), and it
 # names rows rather than measures them: strings, or integers that are a run of consecutive
@@ -125,6 +126,9 @@ class Column:
     words: int = 0
     markers: dict = dataclasses.field(default_factory=dict)  # marker → cells
     extra: frozenset = NO_EXTRA  # the spec's own missing markers, folded
+    format: NumberFormat | None = None  # the cells' format ("$#,##0"), if any
+    plain: bool = False  # a cell held a plain number
+    not_finite: tuple[str, str, int] | None = None  # (cell, file, line) of the first "inf"
 
     @property
     def is_number(self) -> bool:
@@ -143,7 +147,7 @@ class Column:
         """The distinct values a model sees: markers too, in a column of text."""
         return self.distinct if self.is_number else self.distinct | set(self.markers)
 
-    def add(self, value: str) -> None:
+    def add(self, value: str, path: str = "", line: int = 0) -> None:
         self.rows += 1
         if value == "":
             self.empty += 1
@@ -155,14 +159,39 @@ class Column:
             self.distinct.add(value)
         self.words += len(value.split())
         if self.numeric:
-            try:
-                number = float(value)
-            except ValueError:
+            number = self._number(value)
+            if number is None:
                 self.numeric = False
                 self.numbers = []
                 return
+            try:
+                numbers.check_finite(value, number)
+            except ValueError:
+                self.not_finite = self.not_finite or (value, path, line)
+                return
             self.integers &= number.is_integer()
             self.numbers.append(number)
+
+    def _number(self, value: str) -> float | None:
+        """The cell's number, plain or in the column's one format; None where the column
+        cannot be numbers (text, or cells in two formats)."""
+        try:
+            number = float(value)
+        except ValueError:
+            fmt = numbers.format_of(value)
+            if fmt is None:
+                return None
+            if self.format is not None and (fmt.prefix, fmt.suffix) == (self.format.prefix,
+                                                                        self.format.suffix):
+                fmt = dataclasses.replace(fmt, thousands=fmt.thousands or self.format.thousands)
+            elif self.format is not None or (self.plain and (fmt.prefix or fmt.suffix)):
+                return None
+            self.format = fmt
+            return numbers.parse(value, fmt)
+        if self.format is not None and (self.format.prefix or self.format.suffix):
+            return None  # "$5" beside "5": text, not one format
+        self.plain = True
+        return number
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,7 +218,7 @@ def scan(data_dir: str, dialect: Dialect = Dialect()) -> dict[str, Column]:
             for row in reader:
                 for name, value in zip(header, row, strict=False):
                     if name.strip():
-                        columns[name].add(value)
+                        columns[name].add(value, path, reader.line_num)
     return columns
 
 
@@ -291,10 +320,19 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     if label not in columns:
         raise ConfigError(f"LABEL={label!r} is not a column of the CSV files in {data_dir}; "
                           f"its columns are {', '.join(columns)}")
-    gaps = [i for i, c in enumerate(columns.values()) if c.is_number and c.markers]
+    for column in columns.values():
+        if column.is_number and column.not_finite:
+            cell, path, line = column.not_finite
+            raise ConfigError(f"data file {path!r}, line {line}: column {column.name!r} holds "
+                              f"{cell!r}, which is not a finite number; a model cannot learn "
+                              "from it: write the value, or leave the cell empty (missing)")
+    formats = {c.name: c.format for c in columns.values() if c.is_number and c.format}
+    gaps = [i for i, c in enumerate(columns.values())
+            if c.is_number and (c.markers or c.format)]
     unnamed = csv_check.nameless(csv_check.file_header(csv_check.csv_files(data_dir)[0],
                                                        dialect.delimiter))
-    schema = tfdv.infer_schema(csv_statistics(data_dir, list(columns), gaps, dialect, unnamed),
+    schema = tfdv.infer_schema(csv_statistics(data_dir, list(columns), gaps, dialect, unnamed,
+                                              [formats.get(name) for name in columns]),
                                infer_feature_shape=True)
     from tensorflow_metadata.proto.v0 import schema_pb2
 
@@ -359,8 +397,13 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
                      "early_stopping_patience": patience, "refit_factor": refit},
         "model": {"hidden_units": list(size.hidden_units), "embedding_dim": EMBEDDING_DIM,
                   "dropout": size.dropout, "l2": size.l2, "cross_buckets": buckets},
-        "csv": {"delimiter": dialect.delimiter, "missing_values": list(dialect.missing_values)},
+        "csv": {"delimiter": dialect.delimiter, "missing_values": list(dialect.missing_values),
+                **({"formats": {name: str(fmt) for name, fmt in formats.items()}}
+                   if formats else {})},
     }
+    for name, fmt in formats.items():
+        decisions.append(f"  {name}: numbers written as {str(fmt)!r}, read through that format "
+                         "([csv] formats)")
     try:  # what is written reads back as this spec
         dataset_spec.from_dict(values, source=f"the spec proposed for {data_dir}", name=name)
     except dataset_spec.SpecError as e:
@@ -460,13 +503,15 @@ def training_budget(train_rows: int) -> tuple[int, int]:
 
 
 def csv_statistics(data_dir: str, names: list[str], gaps: list[int], dialect: Dialect,
-                   unnamed: tuple[int, ...] | list[int] = ()):
+                   unnamed: tuple[int, ...] | list[int] = (),
+                   formats: list[NumberFormat | None] | None = None):
     """TFDV's statistics of the CSV files, as tfdv.generate_statistics_from_csv computes them
     but read as CsvExampleGen reads them: rows by its own reader (a quoted value may hold a line
     break; gzip files), the header `names` the checks read (TFDV keeps a byte-order mark in the
-    first name), the spec's delimiter, the header's `unnamed` (empty) columns dropped, and
-    missing markers in the number columns at the indices `gaps` (of the named columns) as the
-    empty cells CsvExampleGen makes them."""
+    first name), the spec's delimiter, the header's `unnamed` (empty) columns dropped, and in
+    the number columns at the indices `gaps` (of the named columns) missing markers as the
+    empty cells and formatted numbers ("$5,993", `formats` by column) as the floats
+    CsvExampleGen makes them."""
     import apache_beam as beam
     import tensorflow_data_validation as tfdv
     from tensorflow_data_validation.coders import csv_decoder
@@ -480,6 +525,8 @@ def csv_statistics(data_dir: str, names: list[str], gaps: list[int], dialect: Di
         for i in gaps:
             if i < len(cells) and is_missing(cells[i], dialect.extra):
                 cells[i] = ""
+            elif i < len(cells) and formats and formats[i]:
+                cells[i] = repr(numbers.parse(cells[i], formats[i]))
         out = io.StringIO()
         # The writer quotes a value holding a line break only when the break is part of its
         # line terminator; the terminator is cut off after.
