@@ -422,7 +422,7 @@ def test_spreadsheet_formatted_numbers_are_read_as_numbers_with_their_format(tmp
     cell that breaks its column's format, naming the file, line and column."""
     rng = random.Random(7)
     rows = []
-    for i in range(600):
+    for _ in range(600):
         salary = rng.randrange(2000, 20000)
         rows.append({"salary": f"${salary:,}", "rate": f"{rng.randrange(1, 30)}%",
                      "amount": f"{rng.uniform(10, 5000):,.1f}",
