@@ -8,7 +8,7 @@ from typing import Any
 import tensorflow_model_analysis as tfma
 
 # TFX classes come from their own modules, not `tfx.v1`: importing `tfx.v1` also loads the
-# Google Cloud AI Platform SDK (~9 s per run), which only the Vertex Trainer below needs.
+# Google Cloud AI Platform SDK, seconds of every run, which only the Vertex Trainer needs.
 from tfx.components import ExampleValidator, Pusher, StatisticsGen, Transform
 from tfx.orchestration.metadata import sqlite_metadata_connection_config
 from tfx.orchestration.pipeline import Pipeline

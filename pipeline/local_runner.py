@@ -25,7 +25,7 @@ from pipeline.env_settings import from_env
 from pipeline.pipeline_config import ConfigError, PipelineConfig, configure
 from pipeline.runs import run_lock, run_summary, store_check
 
-# TensorFlow and TFX take ~15 s to import: they load only after the settings and the output
+# TensorFlow and TFX take seconds to import: they load only after the settings and the output
 # dir's lock are checked, so a bad setting or a busy output dir is reported in about a second.
 
 

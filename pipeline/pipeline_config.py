@@ -53,7 +53,7 @@ def local_beam_args(data_dir: str, cores: int | None = None) -> tuple[str, ...]:
         mode = ("--direct_running_mode=multi_processing", f"--direct_num_workers={cores}")
     else:
         mode = ("--direct_running_mode=in_memory", "--direct_num_workers=1")
-    # Without a dependency flag, each TFX Beam executor copies the whole TFX install (~41 MB)
+    # Without a dependency flag, each TFX Beam executor copies the whole TFX install
     # into a new temp dir and builds an sdist of it for remote workers, in every Beam component
     # of every run, and the copies are never deleted (tfx/utils/dependency_utils.py).
     # DirectRunner's workers run this venv and stage nothing; naming the lock the pipeline runs

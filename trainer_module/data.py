@@ -55,13 +55,12 @@ def list_files(file_patterns: str | list[str]) -> list[str]:
     return files
 
 
-# Bytes read from a file at a time: with TFRecordDataset's default (256 KB for compressed
-# files) the cold epoch reached 0.66 of the raw read on 2 cores and 2 files, with 4–16 MB
-# 0.72–0.76 (`make bench`'s input rows, on 1M transformed taxi rows).
+# Bytes read from a file at a time: TFRecordDataset's default (256 KB for compressed files)
+# leaves the cold epoch waiting on small reads; a few MB keeps the decompression busy
+# (docs/benchmarks.md measures the cold epoch against the raw read).
 READ_BUFFER_BYTES = 8 * 2**20
 # Records parsed per parse_example call. Each call has a fixed cost that a 256-record batch
-# does not amortize: parsing 4,096 at a time and then cutting the batches took `make bench`'s
-# cold epoch (1M transformed taxi rows) from 0.76× to 1.10× the sequential raw GZIP read.
+# does not amortize: blocks of 4,096 are parsed, then cut into batches.
 PARSE_BLOCK_RECORDS = 4096
 
 

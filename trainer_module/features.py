@@ -128,8 +128,8 @@ def _numeric(log: bool) -> Callable[[Any, str, dict], dict[str, Any]]:
             observed = tf.boolean_mask(values, present)
             encoded = piecewise_linear(values, tft.quantiles(observed, bins, epsilon=0.01)[0],
                                        *_value_range(observed))
-            # One masking op and one unstack for all bins: an op per bin put ~350 more ops in
-            # the taxi graph, which Transform traces, saves, loads and runs.
+            # One masking op and one unstack for all bins: an op per bin would put hundreds more
+            # ops in the graph, which Transform traces, saves, loads and runs.
             encoded = tf.where(present[:, tf.newaxis], encoded, tf.zeros_like(encoded))
             outputs.update(zip(_bin_names(column, bins), tf.unstack(encoded, bins, axis=1),
                                strict=True))

@@ -34,7 +34,7 @@ from trainer_module.dataset_spec import DatasetSpec
 # executions, and even on CPU a small step costs less than Keras' per-call overhead.
 STEPS_PER_EXECUTION = 32
 # The fewest rows a validation slice holds: on fewer, the loss of one epoch against another's
-# is mostly which few rows fell in the slice (penguins' 229 training rows give ~20).
+# is mostly which few rows fell in the slice.
 MIN_VALIDATION_ROWS = 100
 
 

@@ -3,9 +3,9 @@
 TFMA runs one combiner per underlying computation, and each combiner extracts the label, the
 prediction and the weight of every example again, in every slice: for a binary task, one for
 BinaryAccuracy's confusion matrix at 0.5 and one for the 10,000-bucket calibration histogram AUC
-is read from. Those two took 45% of the Evaluator's sampled time at 10× the shipped data. The
-metrics here are TFMA's own (same computations, same derived values, same names), except
-that both combiners are replaced by one that extracts each example once and feeds both
+is read from, so the Evaluator's time grows with the number of combiners. The metrics here
+are TFMA's own (same computations, same derived values, same names), except that both
+combiners are replaced by one that extracts each example once and feeds both
 accumulators; calibration (weighted predictions ÷ weighted labels) is read off the histogram's
 buckets instead of a third combiner.
 
@@ -47,8 +47,8 @@ class _OnePassCombiner(beam.CombineFn):
     """TFMA's calibration histogram and its confusion matrix at THRESHOLD, from one extraction
     of each example; accumulators, merging and outputs are TFMA's own combiners'.
 
-    TFMA's generic extraction (`to_label_prediction_example_weight`) was 70% of this pass's
-    sampled time at 100× the shipped data. An example with one 0/1 label, one float prediction
+    TFMA's generic extraction (`to_label_prediction_example_weight`) is the bulk of this
+    pass's time on large data. An example with one 0/1 label, one float prediction
     and one finite weight, for the key's model and no output name, sub key, aggregation or
     class weights, extracts to exactly (label, prediction, weight), or to nothing at weight 0
     (fractional labels split off a 0-weight half, which TFMA drops): `_direct` reads those
