@@ -40,7 +40,7 @@ def read_split(examples_uri: str, split: str) -> list[dict[str, object]]:
     import tensorflow as tf
 
     rows = []
-    files = sorted(glob.glob(os.path.join(examples_uri, f"Split-{split}", "*")))
+    files = sorted(glob.glob(os.path.join(examples_uri, keys.split_dir(split), "*")))
     for record in tf.data.TFRecordDataset(files, compression_type="GZIP").as_numpy_iterator():
         example = tf.train.Example.FromString(record)
         row = {}

@@ -28,6 +28,7 @@ from pipeline.pipeline_config import (
     local_beam_args,
 )
 from pipeline.runs import run_summary
+from trainer_module import keys
 
 WORK_DIR = paths.WORK_DIR
 BLOCK_BEGIN, BLOCK_END = "<!-- bench:begin -->", "<!-- bench:end -->"
@@ -187,7 +188,7 @@ def transform_outputs(output_dir: str) -> tuple[str, list[str]]:
                                      dag_runs.pipeline_name())
     graph = summary.output(names.TRANSFORM, names.TRANSFORM_GRAPH)
     examples = summary.output(names.TRANSFORM, names.TRANSFORMED_EXAMPLES)
-    files = sorted(glob.glob(os.path.join(examples.uri, "Split-train", "*")))
+    files = sorted(glob.glob(os.path.join(examples.uri, keys.split_dir(keys.TRAIN_SPLIT), "*")))
     return graph.uri, files
 
 

@@ -19,6 +19,7 @@ import tempfile
 from pipeline import names
 from pipeline.pipeline_config import METADATA_FILE, PipelineConfig
 from pipeline.runs import run_summary
+from trainer_module import keys
 
 MARKER = "TRAINER MEMORY "
 CACHE_PREFIX = "Input cache: "
@@ -35,15 +36,17 @@ def fn_args(output_dir: str, pipeline_name: str, config: PipelineConfig, train_s
     transformed = summary.output(names.TRANSFORM, names.TRANSFORMED_EXAMPLES).uri
     raw = summary.output(names.CSV_EXAMPLE_GEN, names.EXAMPLES).uri
     return dict(
-        train_files=[os.path.join(transformed, "Split-train", "*")],
-        eval_files=[os.path.join(transformed, "Split-eval", "*")], train_steps=train_steps,
+        train_files=[os.path.join(transformed, keys.split_dir(keys.TRAIN_SPLIT), "*")],
+        eval_files=[os.path.join(transformed, keys.split_dir(keys.EVAL_SPLIT), "*")],
+        train_steps=train_steps,
         eval_steps=None, transform_graph_path=summary.output(names.TRANSFORM,
                                                          names.TRANSFORM_GRAPH).uri,
         serving_model_dir=os.path.join(work_dir, "serving"),
         model_run_dir=os.path.join(work_dir, "run"),
         custom_config={**config.trainer.replace(cache=cache).to_custom_config(),
                        **config.spec.to_custom_config(),
-                       RAW_EVAL_FILES_KEY: [os.path.join(raw, "Split-eval", "*")]})
+                       RAW_EVAL_FILES_KEY: [
+                           os.path.join(raw, keys.split_dir(keys.EVAL_SPLIT), "*")]})
 
 
 def measure(output_dir: str, pipeline_name: str, config: PipelineConfig, train_steps: int,

@@ -21,6 +21,12 @@ TRAINER_CONFIG_KEY = "trainer_config"
 DATASET_SPEC_KEY = "dataset_spec"
 
 
+def split_dir(split: str) -> str:
+    """The folder of an Examples artifact that holds `split` (TFX's rule:
+    tfx/types/artifact_utils.py)."""
+    return f"Split-{split}"
+
+
 def train_share(rows: int) -> int:
     """How many of `rows` ExampleGen's hash split puts in the train split (about)."""
     return rows * TRAIN_BUCKETS // (TRAIN_BUCKETS + EVAL_BUCKETS)

@@ -15,6 +15,8 @@ from tfx.dsl.component.experimental.annotations import InputArtifact, Parameter
 from tfx.dsl.component.experimental.decorators import component
 from tfx.types import artifact_utils, standard_artifacts
 
+from trainer_module import keys
+
 ANOMALIES_FILE = "SchemaDiff.pb"  # what ExampleValidator writes in each Split-<name> folder
 STATISTICS_FILE = "FeatureStats.pb"  # what StatisticsGen writes in each Split-<name> folder
 
@@ -27,7 +29,7 @@ def describe_anomalies(anomalies_uri: str, split_names: list[str]) -> list[str]:
     """One line per anomalous feature (or dataset-level anomaly), with TFDV's descriptions."""
     lines = []
     for split in split_names:
-        path = os.path.join(anomalies_uri, f"Split-{split}", ANOMALIES_FILE)
+        path = os.path.join(anomalies_uri, keys.split_dir(split), ANOMALIES_FILE)
         anomalies = anomalies_pb2.Anomalies()
         anomalies.ParseFromString(tf.io.gfile.GFile(path, "rb").read())
         for feature, info in sorted(anomalies.anomaly_info.items()):
@@ -57,7 +59,7 @@ def example_counts(statistics_uri: str, split_names: list[str]) -> dict[str, int
     """Rows per split, as StatisticsGen counted them."""
     counts = {}
     for split in split_names:
-        path = os.path.join(statistics_uri, f"Split-{split}", STATISTICS_FILE)
+        path = os.path.join(statistics_uri, keys.split_dir(split), STATISTICS_FILE)
         statistics = statistics_pb2.DatasetFeatureStatisticsList()
         statistics.ParseFromString(tf.io.gfile.GFile(path, "rb").read())
         counts[split] = int(sum(d.num_examples for d in statistics.datasets))
@@ -69,7 +71,7 @@ def unlabelled_rows(statistics_uri: str, split_names: list[str],
     """split → label column → examples without a value there (only the non-zero counts)."""
     counts: dict[str, dict[str, int]] = {}
     for split in split_names:
-        path = os.path.join(statistics_uri, f"Split-{split}", STATISTICS_FILE)
+        path = os.path.join(statistics_uri, keys.split_dir(split), STATISTICS_FILE)
         statistics = statistics_pb2.DatasetFeatureStatisticsList()
         statistics.ParseFromString(tf.io.gfile.GFile(path, "rb").read())
         for dataset in statistics.datasets:

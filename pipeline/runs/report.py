@@ -254,7 +254,7 @@ def unparseable_dates(examples_uri: str, split_names: list[str],
     parsing = {c: tf.io.VarLenFeature(tf.string) for c in columns}
     counts: dict[str, dict[str, int]] = {}
     for split in split_names:
-        files = tf.io.gfile.glob(os.path.join(examples_uri, f"Split-{split}", "*"))
+        files = tf.io.gfile.glob(os.path.join(examples_uri, keys.split_dir(split), "*"))
         found = dict.fromkeys(columns, 0)
         batches = (tf.data.TFRecordDataset(files, compression_type="GZIP").batch(4096)
                    .map(lambda r: {c: v.values for c, v in tf.io.parse_example(r, parsing)

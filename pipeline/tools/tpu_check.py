@@ -15,6 +15,7 @@ from pipeline import console, names
 from pipeline.env_settings import for_output_dir
 from pipeline.pipeline_config import ConfigError
 from pipeline.runs import run_summary
+from trainer_module import keys
 
 
 def main(argv: list[str]) -> int:
@@ -40,8 +41,8 @@ def main(argv: list[str]) -> int:
         from trainer_module import tool_tpu_step
 
         try:
-            report = tool_tpu_step.check(graph.uri, os.path.join(examples.uri, "Split-train", "*"),
-                                     config.trainer, spec)
+            train = os.path.join(examples.uri, keys.split_dir(keys.TRAIN_SPLIT), "*")
+            report = tool_tpu_step.check(graph.uri, train, config.trainer, spec)
         except Exception:
             console.show_tail(log)
             raise
