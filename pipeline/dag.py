@@ -42,9 +42,16 @@ def csv_input_config() -> example_gen_pb2.Input:
         splits=[example_gen_pb2.Input.Split(name="csv", pattern=csv_check.CSV_PATTERN)])
 
 
+# A spec's bound is what a model must beat (the majority class's share, the label's spread,
+# chance's AUC): TFMA's bounds include their value, so they move past it by this much, and a
+# model that scores exactly the bound has learned nothing and is not blessed.
+BEAT_BY = 1e-9
+
+
 def _threshold(spec: DatasetSpec, threshold: Threshold) -> tfma.MetricThreshold:
     higher = threshold.eval_metric(spec.task).higher_is_better
-    bound = {("lower_bound" if higher else "upper_bound"): {"value": threshold.bound}}
+    beaten = threshold.bound + BEAT_BY if higher else threshold.bound - BEAT_BY
+    bound = {("lower_bound" if higher else "upper_bound"): {"value": beaten}}
     if threshold.allowed_change is None:
         return tfma.MetricThreshold(value_threshold=tfma.GenericValueThreshold(**bound))
     # The allowed change, in the worse direction (plus a hair, so "no change" passes an equal

@@ -466,3 +466,69 @@ def test_an_infinite_number_stops_make_dataset_and_the_run_naming_file_line_and_
     with pytest.raises(ConfigError, match=r"rows.csv', line 22: column 'x': '-Infinity' is not "
                                           "a finite number"):
         configure(dataset=str(tmp_path / "inf"), data_dir=str(data)).validate()
+
+
+@pytest.mark.parametrize("rows", [60, 900])
+def test_an_exports_row_numbers_are_ids_not_features(tmp_path, rows):
+    """R's `rownames` and pandas' index, a counter with gaps where rows were filtered out, are
+    ignored at any size; a sorted timestamp (one per row, increasing, but no counter) is not."""
+    rng = random.Random(rows)
+    index = sorted(rng.sample(range(1, rows * 2), rows))
+    data = tmp_path / "data"
+    data.mkdir()
+    _write(data / "export.csv", [
+        {"rownames": str(n), "stamp": str(1_700_000_000 + 60 * i),
+         "x": f"{rng.gauss(0, 1):.3f}", "y": rng.choice(["a", "b"])}
+        for i, n in enumerate(index)])
+    assert bootstrap.main(["--name", "export", "--data-dir", str(data), "--label", "y",
+                           "--task", "binary", "--schemas-dir", str(tmp_path)]) == 0
+    with open(tmp_path / "export" / datasets.SPEC_FILE, "rb") as f:
+        features = tomllib.load(f)["features"]
+    assert features["rownames"]["role"] == "ignore", features["rownames"]
+    assert features["rownames"]["why"].startswith("row numbers")
+    assert features["stamp"]["role"] != "ignore" or "row numbers" not in features["stamp"]["why"]
+
+
+def _validated(spec, metrics: dict[str, float]) -> bool:
+    """Whether TFMA's own validator (what the Evaluator's blessing comes from) passes a model
+    scoring `metrics` on the overall slice, with the DAG's eval config for `spec`, prepared as
+    TFX's Evaluator prepares it for a first run (no baseline: change thresholds set aside)."""
+    import tensorflow_model_analysis as tfma
+    from tensorflow_model_analysis.evaluators import metrics_validator
+
+    from pipeline import dag
+
+    config = tfma.utils.update_eval_config_with_defaults(dag.eval_config(spec),
+                                                         has_baseline=False, rubber_stamp=True)
+    keys = {tfma.metrics.MetricKey(name=name, example_weighted=False): value
+            for name, value in metrics.items()}
+    return metrics_validator.validate_metrics(((), keys), config).validation_ok
+
+
+def test_a_model_that_learned_nothing_is_not_blessed(tmp_path):
+    """The written thresholds are ones a model must beat: answering the majority class (its
+    share of accuracy, AUC 0.5 or a worse ranking) is refused; a model that does better
+    passes. For regression, predicting the mean (an RMSE of the label's spread) is refused."""
+    rng = random.Random(25)
+    data = tmp_path / "data"
+    data.mkdir()
+    _write(data / "tiny.csv", [{"x": f"{rng.random():.3f}", "y": "yes" if i < 15 else "no",
+                                "z": f"{rng.gauss(5, 2):.3f}"} for i in range(25)])
+    assert bootstrap.main(["--name", "tiny", "--data-dir", str(data), "--label", "y", "--task",
+                           "binary", "--schemas-dir", str(tmp_path)]) == 0
+    spec, _ = datasets.load_spec(str(tmp_path / "tiny"))
+    majority = 15 / 25
+    assert not _validated(spec, {"binary_accuracy": majority, "auc": 0.5})
+    assert not _validated(spec, {"binary_accuracy": majority, "auc": 0.33})
+    assert not _validated(spec, {"binary_accuracy": 0.9, "auc": 0.5})
+    assert _validated(spec, {"binary_accuracy": 0.68, "auc": 0.71})
+    assert bootstrap.main(["--name", "tiny-reg", "--data-dir", str(data), "--label", "z",
+                           "--task", "regression", "--schemas-dir", str(tmp_path)]) == 0
+    regression, _ = datasets.load_spec(str(tmp_path / "tiny-reg"))
+    [rmse] = [t for t in regression.thresholds if t.metric == "rmse"]
+    values = [float(r["z"]) for r in csv.DictReader(open(data / "tiny.csv", encoding="utf-8"))]
+    mean = sum(values) / len(values)
+    spread = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+    assert not _validated(regression, {"root_mean_squared_error": spread})
+    assert _validated(regression, {"root_mean_squared_error": 0.9 * spread})
+    assert rmse.bound <= spread

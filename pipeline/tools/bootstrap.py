@@ -17,6 +17,7 @@ import argparse
 import csv
 import dataclasses
 import io
+import itertools
 import math
 import os
 import shutil
@@ -105,6 +106,10 @@ NETWORK_SIZES = (
 )
 POSITIVE_WORDS = {"yes", "y", "true", "t", "1"}  # a binary label's positive class, in any case
 DISTINCT_CAP = 100_000  # distinct values kept per column while scanning
+CHANCE_AUC = 0.5  # a binary model's AUC when its scores rank nothing
+# A row index counts the export's rows, with gaps where some were filtered out: it stays below
+# this many times the rows kept.
+ROW_INDEX_SPAN = 10
 
 
 @dataclasses.dataclass
@@ -259,6 +264,9 @@ def role_for(column: Column, type_name: str) -> tuple[dict, str]:
         if id_like and key:
             return {"role": "ignore"}, (f"id-like: {distinct} distinct values in {present} "
                                         f"rows, {key}")
+        if _row_index(column):
+            return {"role": "ignore"}, (f"row numbers: one increasing integer per row, "
+                                        f"{int(low)} to {int(high)} (an export's index)")
         if distinct <= INTEGER_CATEGORY_MAX and high - low <= INTEGER_RANGE_MAX:
             return ({"role": "integer", "range": [int(low), int(high)]},
                     f"{distinct} distinct integers in [{int(low)}, {int(high)}]")
@@ -274,6 +282,16 @@ def role_for(column: Column, type_name: str) -> tuple[dict, str]:
         return {"role": "log_zscore"}, (f"long right tail: skewness {skew:.1f}, mean "
                                         f"{mean:.3g}, max {high:.3g}")
     return {"role": "zscore"}, f"numbers in [{low:.3g}, {high:.3g}], mean {mean:.3g}"
+
+
+def _row_index(column: Column) -> bool:
+    """An R or pandas export's row names or index: an integer in every row, strictly
+    increasing in file order (with gaps where rows were filtered out), counting from near 0
+    rather than measuring (a sorted timestamp or a code runs far past the row count)."""
+    values = column.numbers
+    return (column.integers and len(values) == column.rows > 1
+            and 0 <= values[0] and values[-1] < ROW_INDEX_SPAN * column.rows
+            and all(a < b for a, b in itertools.pairwise(values)))
 
 
 def _key_form(column: Column) -> str:
@@ -367,7 +385,9 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
         mean = sum(values) / len(values)
         std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
         label_table["loss"] = "mse"
-        metric, threshold = "rmse", {"max": round(std, 6), "allowed_change": round(0.05 * std, 6)}
+        # Rounded down: predicting the mean must not pass.
+        metric, threshold = "rmse", {"max": math.floor(std * 1e6) / 1e6,
+                                     "allowed_change": round(0.05 * std, 6)}
         threshold_why = (f"predicting the mean scores an RMSE of {std:.4g} (the label's spread); "
                          "the model must beat it")
     else:
@@ -380,7 +400,9 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
         if classes:
             label_table["classes"] = classes
         majority = max(counts.values()) / sum(counts.values())
-        metric, threshold = "accuracy", {"min": round(majority, 4), "allowed_change": 0.01}
+        # Rounded up: answering the most frequent class must not pass.
+        metric, threshold = "accuracy", {"min": math.ceil(majority * 1e4) / 1e4,
+                                         "allowed_change": 0.01}
         threshold_why = (f"always answering the most frequent class scores {majority:.4f}; "
                          "the model must beat it")
     slices = _slice_columns(columns, types, label)
@@ -392,7 +414,11 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     patience = early_stopping_patience(train_rows)
     values = {
         "label": label_table, "features": features,
-        "evaluation": {"slices": slices, "thresholds": {metric: threshold}},
+        "evaluation": {"slices": slices, "thresholds": {
+            metric: threshold,
+            # A binary model that ranks no better than chance has learned nothing, whatever
+            # share of the eval rows its answers happen to get right.
+            **({"auc": {"min": CHANCE_AUC}} if task == tasks.BINARY else {})}},
         "training": {"epochs": epochs, "per_replica_batch_size": batch,
                      "early_stopping_patience": patience, "refit_factor": refit},
         "model": {"hidden_units": list(size.hidden_units), "embedding_dim": EMBEDDING_DIM,
@@ -419,7 +445,8 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     _curate(schema, label, label_table["missing"])
     decisions.insert(0, f"Dataset {name!r}: label {label!r} ({task}), {label_column.rows} rows, "
                         f"{len(columns)} columns")
-    decisions.append(f"  thresholds: {metric} = {threshold}  ({threshold_why})")
+    decisions.append(f"  thresholds: {metric} = {threshold}  ({threshold_why})"
+                     + (f"; auc above {CHANCE_AUC}" if task == tasks.BINARY else ""))
     decisions.append(f"  slices: {', '.join(slices) or 'none'}; training: at most {epochs} "
                      f"epochs in batches of {batch}, patience {patience}, "
                      + (f"refit on every training row for {refit:g}x the epochs kept" if refit
@@ -435,6 +462,8 @@ def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshol
     """The comments the written spec carries beside its keys: why each value was chosen."""
     return {
         f"evaluation.thresholds.{metric}": [threshold_why],
+        "evaluation.thresholds.auc": ["ranking no better than chance (AUC 0.5) is learning "
+                                      "nothing: the model must beat it"],
         "training": [f"About {train_rows} training rows: batches of {batch}, at most {epochs} "
                      "passes", "over them (training stops earlier when the validation loss "
                      "stops improving)."],
