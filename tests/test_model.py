@@ -270,3 +270,25 @@ def test_instance_names_the_feature_and_the_bad_value(transformed_data):
     with pytest.raises(ValueError, match="fare: empty, but the schema requires"):
         feature_signature.instance({**row, "fare": "NA"}, inputs)
     assert feature_signature.instance({**row, "company": "None"}, inputs)["company"] == "None"
+
+
+@pytest.mark.parametrize("features", [6, 17, 40, 228])
+def test_category_pairs_keep_a_budget_linear_in_the_column_count(features):
+    """k category features have k·(k−1)/2 pairs; the network keeps at most pairs_per_feature ×
+    k of them (every pair up to 17 features), those with the fewest combinations, so the
+    table's rows grow linearly with k."""
+    from trainer_module.model import PairEmbedding
+
+    per_feature = TrainerConfig().model.pairs_per_feature
+    sizes = [3 + (7 * i) % 50 for i in range(features)]
+    layer = PairEmbedding(sizes, 1009, 1, None, max_pairs=per_feature * features)
+    every = features * (features - 1) // 2
+    assert len(layer.blocks) == min(every, per_feature * features)
+    assert sum(layer.blocks) <= per_feature * features * 1009
+    if every > per_feature * features:  # the kept pairs combine fewer values than any dropped
+        kept = {sizes[i] * sizes[j] for i, j in zip(layer.firsts, layer.seconds, strict=True)}
+        products = sorted(sizes[i] * sizes[j] for i in range(features)
+                          for j in range(i + 1, features))
+        assert max(kept) <= products[per_feature * features]
+    out = layer([tf.constant([0, 1]) for _ in sizes])
+    assert out.shape == (2, len(layer.blocks))

@@ -85,6 +85,9 @@ class ModelConfig:
       pairs.
     cross_dim: width of every pair's embedding; 1 is a learned value per combination. Adam
       updates the whole table every step, so the table's size is training time.
+    pairs_per_feature: the budget of pairs, this many per single-id category feature (k
+      features have k·(k−1)/2 pairs; the budget keeps the table, and the time, linear in k):
+      up to 17 features every pair fits; past that, the pairs with the fewest combinations.
     dropout: dropout rate after each hidden layer and on the pairs' embeddings.
     l2: L2 weight penalty on hidden layers and embeddings.
     """
@@ -93,6 +96,7 @@ class ModelConfig:
     embedding_dim: int = 4
     cross_buckets: int = 1009
     cross_dim: int = 1
+    pairs_per_feature: int = 8
     dropout: float = 0.3
     l2: float = 0.001
 
@@ -105,6 +109,7 @@ class ModelConfig:
         _check_int("embedding_dim", self.embedding_dim, minimum=1)
         _check_int("cross_buckets", self.cross_buckets, minimum=0)
         _check_int("cross_dim", self.cross_dim, minimum=1)
+        _check_int("pairs_per_feature", self.pairs_per_feature, minimum=1)
         if self.cross_buckets > MAX_CROSS_BUCKETS:
             raise TrainerConfigError(
                 f"cross_buckets={self.cross_buckets}: expected at most {MAX_CROSS_BUCKETS} "
