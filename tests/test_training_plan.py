@@ -21,6 +21,7 @@ from trainer_module import (
     data,
     early_stopping,
     export,
+    keys,
     model,
     parity,
     plan,
@@ -109,13 +110,16 @@ def test_a_refit_trains_a_fresh_model_on_every_training_row_for_the_factors_epoc
             f"{record.refit_epochs} epochs of {steps} steps") in caplog.text
     refit = report.training_curves(os.path.join(args.model_run_dir, run.REFIT_DIR, "logs"))
     assert [epoch for epoch, _ in refit["train"]["loss"]] == list(range(record.refit_epochs))
-    # The refit's rate decays over its own epochs (the default cosine, from the peak the
-    # linear rule gives batch 64), reaching 0 at its last step.
+    # The refit's rate follows the first fit's schedule epoch for epoch (the default cosine
+    # over the 4-epoch budget, from the peak the linear rule gives batch 64; over the refit's
+    # own epochs where it runs longer), so at the kept epoch it is where early stopping saw it.
     peak = TrainerConfig().training.learning_rate * plan.learning_rate_scale(TrainerConfig(), 64)
     epochs = record.refit_epochs
+    span = max(4, epochs)
     assert [rate for _, rate in refit["train"]["learning_rate"]] == pytest.approx(
-        [peak * 0.5 * (1 + math.cos(math.pi * e / epochs)) for e in range(1, epochs + 1)],
+        [peak * 0.5 * (1 + math.cos(math.pi * e / span)) for e in range(1, epochs + 1)],
         rel=1e-4, abs=1e-9)
+    assert record.refit_kept and record.refit_val_loss <= record.best_val_loss
     assert "validation" not in refit  # the slice is trained on, not scored
     # The run report says which model was exported.
     assert (f"The exported model is a refit on all 1,000 training rows for "
@@ -123,6 +127,35 @@ def test_a_refit_trains_a_fresh_model_on_every_training_row_for_the_factors_epoc
     [parity_line] = [r.getMessage() for r in caplog.records
                      if r.getMessage().startswith("Export parity")]
     assert "on 256 raw eval examples" in parity_line
+
+
+def test_a_refit_worse_than_the_kept_epoch_is_not_exported(transformed_data, tmp_path,
+                                                            monkeypatch):
+    """A refit that went wrong (here: one that answers "big tipper" with certainty for every
+    row, standing in for a schedule that never reaches what early stopping measured) scores
+    worse on the validation rows than the kept epoch: the kept epoch's model is exported, and
+    the record and report say so."""
+    def wrecked_refit(self, inputs, kept_epoch, train_files, callbacks, base_model=None):
+        wrecked = self.compiled_model(inputs.tf_transform_output, inputs.label_scale)
+        weights = [np.zeros_like(w) for w in wrecked.get_weights()]
+        weights[-1] = np.full_like(weights[-1], 10.0)  # the head's bias: sigmoid(10) ≈ 1
+        wrecked.set_weights(weights)
+        return wrecked, 7
+
+    monkeypatch.setattr(plan.TrainingPlan, "refit", wrecked_refit)
+    args = _fn_args(transformed_data, str(tmp_path), 0, epochs=4, per_replica_batch_size=64,
+                    validation_fraction=0.3, refit_factor=1.5)
+    args.train_steps = None
+    run.run_fn(args)  # the parity gate checks the export against the model it exported
+    record = early_stopping.read_record(args.model_run_dir)
+    assert record.refit_epochs == 7 and not record.refit_kept
+    assert record.refit_val_loss > record.best_val_loss
+    assert "it was discarded, and the kept epoch's model is the one exported" in \
+        report._budget(record)
+    served = tf.saved_model.load(args.serving_model_dir).signatures[keys.SERVING_SIGNATURE]
+    scores = served(examples=tf.constant(transformed_data.rows.serialized(
+        transformed_data.eval_csv_rows[:64], serving=True)))["probabilities"].numpy()
+    assert scores.std() > 1e-4  # the kept epoch's model: the wrecked refit answers ~1 always
 
 
 def test_without_a_validation_slice_nothing_is_refitted(transformed_data, tmp_path):

@@ -30,8 +30,10 @@ class TrainingRecord:
     stopped_early: training stopped before the budget ended.
     best_val_loss: the kept epoch's validation loss (None without validation).
     fit_rows / validation_rows: the training split's two parts.
-    refit_epochs: epochs of the refit on both parts that made the exported model (0: none,
-      the kept epoch's weights were exported).
+    refit_epochs: epochs of the refit on both parts (0: no refit ran).
+    refit_val_loss: the refit's loss on the validation slice (None: no refit ran).
+    refit_kept: the refit was exported; it is kept only when its loss on the slice is not above
+      the kept epoch's (False: the kept epoch's weights were exported).
     """
 
     budget: str
@@ -43,6 +45,8 @@ class TrainingRecord:
     stopped_early: bool = False
     best_val_loss: float | None = None
     refit_epochs: int = 0
+    refit_val_loss: float | None = None
+    refit_kept: bool = False
 
     def write(self, model_run_dir: str) -> None:
         import tensorflow as tf

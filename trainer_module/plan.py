@@ -236,7 +236,8 @@ class TrainingPlan:
               callbacks: Callable[[int], list[tf_keras.callbacks.Callback]],
               base_model: str | None = None) -> tuple[tf_keras.Model, int]:
         """A fresh model trained on every training row (the validation slice's too) for
-        refit_factor × `kept_epoch` epochs (TrainingConfig.refit_factor says when that pays).
+        refit_factor × `kept_epoch` epochs (TrainingConfig.refit_factor says when that pays),
+        its learning rate following the first fit's schedule epoch for epoch.
 
         Args:
           inputs: this run's inputs (Transform's output, the label's scale, the cache choice).
@@ -257,8 +258,10 @@ class TrainingPlan:
         # profiled the steps, if asked.
         train = self.dataset(train_files, inputs.tf_transform_output.transformed_feature_spec(),
                              training=True, cache=inputs.train_cached, part=data.ALL)
+        # The first fit's schedule, epoch for epoch: at the kept epoch the rate is where it was
+        # when early stopping measured it, instead of a decay squeezed into the refit's epochs.
         keras_model = self.compiled_model(inputs.tf_transform_output, inputs.label_scale,
-                                          train_steps=epochs * steps)
+                                          train_steps=max(self.epochs, epochs) * steps)
         if self.config.training.warm_start and base_model:
             warm_start.restore(keras_model, base_model)
         keras_model.fit(train, epochs=epochs, steps_per_epoch=steps, verbose=0,

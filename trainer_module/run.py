@@ -73,6 +73,27 @@ def _callbacks(run_dir: str, epochs: int, *extra: tf_keras.callbacks.Callback,
     ]
 
 
+def _refit_holds(refitted: tf_keras.Model, record: early_stopping.TrainingRecord,
+                 validation, steps: int) -> bool:
+    """Whether the refit replaces the kept epoch's model: its loss on the same validation
+    rows, the ones early stopping scored, is not above the kept epoch's. The refit trained on
+    those rows too, so it has the advantage; one that still scores worse has gone wrong (a
+    schedule that never reached what early stopping measured, a diverged run) and is not
+    exported."""
+    loss = float(refitted.evaluate(validation, steps=steps, verbose=0,
+                                   return_dict=True)["loss"])
+    record.refit_val_loss = loss
+    record.refit_kept = loss <= record.best_val_loss
+    if record.refit_kept:
+        logging.info("Refit kept: validation loss %.5f, the kept epoch's %.5f", loss,
+                     record.best_val_loss)
+    else:
+        logging.warning("Refit discarded: its validation loss %.5f is above the kept epoch's "
+                        "%.5f on the same rows; the kept epoch's model is exported", loss,
+                        record.best_val_loss)
+    return record.refit_kept
+
+
 def run_fn(fn_args: FnArgs) -> None:
     """TFX Trainer entry point (GenericExecutor).
 
@@ -117,22 +138,25 @@ def run_fn(fn_args: FnArgs) -> None:
     if config.training.warm_start and fn_args.base_model:
         warm_start.restore(keras_model, fn_args.base_model)
     started = time.monotonic()
+    validation_steps = (min(fn_args.eval_steps or plan.validation_steps, plan.validation_steps)
+                         if inputs.validation is not None else None)
     keras_model.fit(
         inputs.train,
         epochs=plan.epochs,
         steps_per_epoch=plan.steps_per_epoch,
         validation_data=inputs.validation,
-        validation_steps=min(fn_args.eval_steps or plan.validation_steps, plan.validation_steps)
-        if inputs.validation is not None else None,
+        validation_steps=validation_steps,
         callbacks=_callbacks(fn_args.model_run_dir, plan.epochs, best,
                              profile_batch=plan.profile_executions()),
         verbose=0,
     )
     if config.training.refit_factor and record.best_epoch:
-        keras_model, record.refit_epochs = plan.refit(
+        refitted, record.refit_epochs = plan.refit(
             inputs, record.best_epoch, fn_args.train_files,
             lambda epochs: _callbacks(os.path.join(fn_args.model_run_dir, REFIT_DIR), epochs),
             fn_args.base_model)
+        if _refit_holds(refitted, record, inputs.validation, validation_steps):
+            keras_model = refitted
     trained = time.monotonic()
     record.write(fn_args.model_run_dir)
     level = logging.get_absl_logger().level

@@ -491,8 +491,15 @@ def _budget(record) -> str:
     kept = (f"kept epoch {record.best_epoch} (validation loss {record.best_val_loss:.4f})"
             if record.best_epoch else "kept the last epoch (no validation slice)")
     stop = "stopped early" if record.stopped_early else "ran its whole budget"
-    refit = (f" The exported model is a refit on all {record.fit_rows + record.validation_rows:,}"
-             f" training rows for {record.refit_epochs} epochs." if record.refit_epochs else "")
+    rows = record.fit_rows + record.validation_rows
+    refit = ""
+    if record.refit_epochs and (record.refit_kept or record.refit_val_loss is None):
+        refit = (f" The exported model is a refit on all {rows:,} training rows for "
+                 f"{record.refit_epochs} epochs.")
+    elif record.refit_epochs:
+        refit = (f" A refit on all {rows:,} training rows for {record.refit_epochs} epochs scored "
+                 f"a validation loss of {record.refit_val_loss:.4f}, above the kept epoch's: it "
+                 "was discarded, and the kept epoch's model is the one exported.")
     return (f'<p id="budget">Budget: {_e(record.budget)}; trained {record.epochs_run} of '
             f"{record.epochs_budget} epochs ({stop}), {kept}; {record.fit_rows:,} training "
             f"rows, {record.validation_rows:,} in the validation slice.{refit}</p>")
