@@ -532,3 +532,27 @@ def test_a_model_that_learned_nothing_is_not_blessed(tmp_path):
     assert not _validated(regression, {"root_mean_squared_error": spread})
     assert _validated(regression, {"root_mean_squared_error": 0.9 * spread})
     assert rmse.bound <= spread
+
+
+@pytest.mark.parametrize("rows, slice_rows", [(300, 0), (980, 100), (3000, 200)])
+def test_the_spec_says_truly_how_small_data_chooses_its_epochs(tmp_path, rows, slice_rows):
+    """980 rows (about 653 training rows): a 10% slice would hold 65, so the Trainer grows it
+    to 100 rows and the spec keeps early stopping and the refit, saying so; 300 rows: no
+    slice is possible, and the spec writes patience 0 and refit_factor 0 with the reason."""
+    rng = random.Random(rows)
+    data = tmp_path / "data"
+    data.mkdir()
+    _write(data / "rows.csv", [{"x": f"{rng.gauss(0, 1):.3f}", "y": rng.choice(["a", "b"])}
+                               for _ in range(rows)])
+    assert bootstrap.main(["--name", "small", "--data-dir", str(data), "--label", "y",
+                           "--task", "binary", "--schemas-dir", str(tmp_path)]) == 0
+    text = (tmp_path / "small" / datasets.SPEC_FILE).read_text(encoding="utf-8")
+    training = tomllib.loads(text)["training"]
+    assert bootstrap.validation_slice(rows * 2 // 3) == slice_rows
+    if slice_rows:
+        assert training["early_stopping_patience"] == bootstrap.SMALL_DATA_PATIENCE
+        assert training["refit_factor"] == bootstrap.REFIT_FACTOR
+        assert f"validation slice of about {slice_rows} rows" in text
+    else:
+        assert training["early_stopping_patience"] == 0 and training["refit_factor"] == 0
+        assert "too few for a validation slice of 100" in text

@@ -28,7 +28,7 @@ from trainer_module import (
     run,
     warm_start,
 )
-from trainer_module.config import TrainerConfig
+from trainer_module.config import MIN_VALIDATION_ROWS, TrainerConfig
 from trainer_module.executor import RAW_EVAL_FILES_KEY
 
 
@@ -70,10 +70,11 @@ def test_the_step_is_planned_in_one_place():
 
 # --- Validation slice ------------------------------------------------------------------------
 
-def test_a_validation_slice_too_small_to_tell_epochs_apart_trains_instead(transformed_data,
-                                                                          tmp_path):
+def test_a_validation_slice_too_small_to_tell_epochs_apart_grows(transformed_data, tmp_path):
     """1,000 training rows: a 30% slice is held out; a 5% one (~50 rows) would score epochs on
-    noise, so every row fits instead, unless the caller (the Tuner) needs a slice anyway."""
+    noise, so it grows until it holds 100 rows (early stopping still picks the epochs on small
+    data), unless the caller (the Tuner) takes any slice; where even 30% of the rows is too
+    few, every row fits."""
     spec = transformed_data.spec
 
     def parts(fraction: float, **kwargs) -> tuple[dict[str, int], bool]:
@@ -85,11 +86,14 @@ def test_a_validation_slice_too_small_to_tell_epochs_apart_trains_instead(transf
         return inputs.examples, inputs.validation is not None
 
     held, validated = parts(0.3)
-    assert held[data.VALIDATION] >= plan.MIN_VALIDATION_ROWS and validated
+    assert held[data.VALIDATION] >= MIN_VALIDATION_ROWS and validated
     assert sum(held.values()) == 1000
-    assert parts(0.05) == ({data.FIT: 1000, data.VALIDATION: 0}, False)
+    grown, validated = parts(0.05)
+    assert MIN_VALIDATION_ROWS <= grown[data.VALIDATION] <= 0.3 * 1000 and validated
+    assert sum(grown.values()) == 1000
     small, validated = parts(0.05, min_validation_rows=1)
-    assert 0 < small[data.VALIDATION] < plan.MIN_VALIDATION_ROWS and validated
+    assert 0 < small[data.VALIDATION] < MIN_VALIDATION_ROWS and validated
+    assert parts(0.05, min_validation_rows=400) == ({data.FIT: 1000, data.VALIDATION: 0}, False)
 
 
 def test_a_refit_trains_a_fresh_model_on_every_training_row_for_the_factors_epochs(

@@ -26,6 +26,12 @@ CHOICES = {"cache": CACHE_MODES, "lr_scaling": LR_SCALINGS, "lr_decay": LR_DECAY
 
 # The largest cross_buckets whose square fits int32: the pair hash multiplies two ids below it.
 MAX_CROSS_BUCKETS = 46340
+# The fewest rows a validation slice holds: on fewer, the loss of one epoch against another's
+# is mostly which few rows fell in the slice.
+MIN_VALIDATION_ROWS = 100
+# The largest share of the training rows a slice grows to so that it holds MIN_VALIDATION_ROWS
+# (small data); with fewer rows than that takes, no slice is held out.
+MAX_VALIDATION_FRACTION = 0.3
 # A refit longer than ten times the kept epochs trains far past anything the slice measured.
 MAX_REFIT_FACTOR = 10
 # The key of the Tuner's trial budget in its custom_config (beside these settings).
@@ -52,8 +58,9 @@ class DataConfig:
     validation_fraction: the share of the training split held out (by a hash of each
       example, so the same rows every epoch and every run) to score each epoch for early
       stopping. The Evaluator's eval split is never seen by the Trainer, so its blessing stays
-      unbiased. 0: no validation slice, and no early stopping; a slice that would hold
-      fewer than plan.MIN_VALIDATION_ROWS rows is not held out either.
+      unbiased. 0: no validation slice, and no early stopping. A slice that would hold fewer
+      than MIN_VALIDATION_ROWS rows grows until it does, up to MAX_VALIDATION_FRACTION of
+      the rows; past that, none is held out.
     """
 
     per_replica_batch_size: int = 256

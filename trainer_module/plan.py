@@ -27,15 +27,12 @@ from trainer_module import (
     tasks,
     warm_start,
 )
-from trainer_module.config import TrainerConfig
+from trainer_module.config import MAX_VALIDATION_FRACTION, MIN_VALIDATION_ROWS, TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
 
 # Train steps per host round trip when the config says 0 (auto): a TPU idles between
 # executions, and even on CPU a small step costs less than Keras' per-call overhead.
 STEPS_PER_EXECUTION = 32
-# The fewest rows a validation slice holds: on fewer, the loss of one epoch against another's
-# is mostly which few rows fell in the slice.
-MIN_VALIDATION_ROWS = 100
 
 
 class PlanError(ValueError):
@@ -400,13 +397,8 @@ def run_inputs(config: TrainerConfig, spec: DatasetSpec, fn_args: FnArgs,
     """
     examples = data.count_examples(fn_args.train_files, config.data.validation_fraction)
     if 0 < examples[data.VALIDATION] < min_validation_rows:
-        logging.warning(
-            "validation_fraction=%g would hold out %d rows, fewer than the %d an epoch's score "
-            "needs to mean more than noise: no validation slice; all %d training rows fit and "
-            "the last epoch is kept", config.data.validation_fraction,
-            examples[data.VALIDATION], min_validation_rows, sum(examples.values()))
-        config = config.replace(validation_fraction=0.0)
-        examples = {data.FIT: sum(examples.values()), data.VALIDATION: 0}
+        config, examples = _grown_slice(config, examples, fn_args.train_files,
+                                        min_validation_rows)
     plan = make_plan(config, spec, fn_args.train_steps, examples=examples)
     # transform_graph_path: what TFX sets for the Trainer and the Tuner alike.
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
@@ -416,6 +408,31 @@ def run_inputs(config: TrainerConfig, spec: DatasetSpec, fn_args: FnArgs,
     label_scale = (data.label_scale(fn_args.train_files, spec)
                    if spec.task == tasks.REGRESSION else model.NO_SCALE)
     return RunInputs(examples, plan, tf_transform_output, train, validation, label_scale, cache)
+
+
+def _grown_slice(config: TrainerConfig, examples: dict[str, int], files: list[str],
+                 min_rows: int) -> tuple[TrainerConfig, dict[str, int]]:
+    """(config, parts) with a slice of at least `min_rows` rows, grown up to
+    MAX_VALIDATION_FRACTION of the training rows so that early stopping (and a refit) still
+    choose the epochs on small data; with too few rows for that, no slice at all."""
+    total = sum(examples.values())
+    asked = config.data.validation_fraction
+    fraction = min(MAX_VALIDATION_FRACTION, math.ceil(100 * min_rows / total) / 100)
+    while fraction <= MAX_VALIDATION_FRACTION:
+        grown = data.count_examples(files, fraction)
+        if grown[data.VALIDATION] >= min_rows:
+            logging.warning(
+                "validation_fraction=%g would hold out %d rows, fewer than the %d an epoch's "
+                "score needs to mean more than noise: the slice grows to %g of the %d training "
+                "rows (%d rows), so early stopping still chooses the epochs", asked,
+                examples[data.VALIDATION], min_rows, fraction, total, grown[data.VALIDATION])
+            return config.replace(validation_fraction=fraction), grown
+        fraction = round(fraction + 0.01, 2)
+    logging.warning(
+        "%d training rows are too few for a validation slice of %d rows (at most %g of them): "
+        "no validation slice, no early stopping and no refit; all rows train for the whole "
+        "budget and the last epoch is kept", total, min_rows, MAX_VALIDATION_FRACTION)
+    return config.replace(validation_fraction=0.0), {data.FIT: total, data.VALIDATION: 0}
 
 
 def _warn_if_not_tpu_sized(plan: TrainingPlan) -> None:

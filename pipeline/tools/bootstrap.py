@@ -28,7 +28,14 @@ from pipeline import console, csv_check, datasets
 from pipeline.errors import ConfigError
 from pipeline.pipeline_config import DEFAULT_OUTPUT_DIR
 from trainer_module import dataset_spec, datetimes, keys, numbers, tasks, tf_names
-from trainer_module.config import MAX_CROSS_BUCKETS, ModelConfig, TrainingConfig
+from trainer_module.config import (
+    MAX_CROSS_BUCKETS,
+    MAX_VALIDATION_FRACTION,
+    MIN_VALIDATION_ROWS,
+    DataConfig,
+    ModelConfig,
+    TrainingConfig,
+)
 from trainer_module.features import NUMERIC_TYPES
 from trainer_module.missing import NO_EXTRA, folded, is_missing
 from trainer_module.numbers import NumberFormat
@@ -410,8 +417,10 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     batch, epochs = training_budget(train_rows)
     size = network_size(train_rows)
     buckets = pair_buckets(train_rows)
-    refit = refit_factor(train_rows)
-    patience = early_stopping_patience(train_rows)
+    slice_rows = validation_slice(train_rows)
+    # Without a slice nothing stops early and nothing is refitted: the spec says so.
+    refit = refit_factor(train_rows) if slice_rows else 0.0
+    patience = early_stopping_patience(train_rows) if slice_rows else 0
     values = {
         "label": label_table, "features": features,
         "evaluation": {"slices": slices, "thresholds": {
@@ -434,7 +443,7 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
         dataset_spec.from_dict(values, source=f"the spec proposed for {data_dir}", name=name)
     except dataset_spec.SpecError as e:
         raise ConfigError(str(e)) from e
-    notes.update(_notes(train_rows, batch, epochs, size, threshold_why, metric))
+    notes.update(_notes(train_rows, batch, epochs, size, threshold_why, metric, slice_rows))
     if dialect != Dialect():
         decisions.append(f"  csv: delimiter {dialect.delimiter!r}, missing values "
                          f"{list(dialect.missing_values)} besides the usual markers")
@@ -447,10 +456,16 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
                         f"{len(columns)} columns")
     decisions.append(f"  thresholds: {metric} = {threshold}  ({threshold_why})"
                      + (f"; auc above {CHANCE_AUC}" if task == tasks.BINARY else ""))
-    decisions.append(f"  slices: {', '.join(slices) or 'none'}; training: at most {epochs} "
-                     f"epochs in batches of {batch}, patience {patience}, "
-                     + (f"refit on every training row for {refit:g}x the epochs kept" if refit
-                        else "no refit"))
+    if slice_rows:
+        training = (f"at most {epochs} epochs in batches of {batch}, a validation slice of "
+                    f"about {slice_rows} rows, patience {patience}, "
+                    + (f"refit on every training row for {refit:g}x the epochs kept" if refit
+                       else "no refit"))
+    else:
+        training = (f"all {epochs} epochs in batches of {batch}, the last kept: too few rows "
+                    f"for a validation slice of {MIN_VALIDATION_ROWS}, so no early stopping "
+                    "and no refit")
+    decisions.append(f"  slices: {', '.join(slices) or 'none'}; training: {training}")
     decisions.append(f"  network: layers {list(size.hidden_units)}, embeddings of "
                      f"{EMBEDDING_DIM}, dropout {size.dropout}, l2 {size.l2} ({size.why}), "
                      f"{buckets} rows per pair of categories")
@@ -458,15 +473,23 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
 
 
 def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshold_why: str,
-           metric: str) -> dict[str, list[str]]:
-    """The comments the written spec carries beside its keys: why each value was chosen."""
+           metric: str, slice_rows: int) -> dict[str, list[str]]:
+    """The comments the written spec carries beside its keys: why each value was chosen, and
+    what the run will do with them."""
+    if not slice_rows:
+        training = [f"About {train_rows} training rows, too few for a validation slice of "
+                    f"{MIN_VALIDATION_ROWS}: every", f"row trains for all {epochs} passes in "
+                    f"batches of {batch}, and the last epoch is kept (patience 0 and",
+                    "refit_factor 0 say so: nothing stops early, nothing is refitted)."]
+    else:
+        training = [f"About {train_rows} training rows: batches of {batch}, at most {epochs} "
+                    "passes", "over them (training stops earlier when the loss on a "
+                    f"validation slice of about {slice_rows} rows", "stops improving)."]
     return {
         f"evaluation.thresholds.{metric}": [threshold_why],
         "evaluation.thresholds.auc": ["ranking no better than chance (AUC 0.5) is learning "
                                       "nothing: the model must beat it"],
-        "training": [f"About {train_rows} training rows: batches of {batch}, at most {epochs} "
-                     "passes", "over them (training stops earlier when the validation loss "
-                     "stops improving)."],
+        "training": training,
         "training.early_stopping_patience": [
             "Epochs without a lower validation loss before training stops. make dataset "
             f"writes {SMALL_DATA_PATIENCE}",
@@ -482,6 +505,16 @@ def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshol
                                 f"per training row, at least {_DEFAULT_NETWORK.cross_buckets}"],
         "csv": ["How the files are written (make dataset read them so)."],
     }
+
+
+def validation_slice(train_rows: int) -> int:
+    """About how many rows the Trainer holds out to score epochs: its default share, grown
+    to MIN_VALIDATION_ROWS on small data up to MAX_VALIDATION_FRACTION (trainer_module/plan.py);
+    0 where even that share is too few."""
+    default = round(train_rows * DataConfig().validation_fraction)
+    if default >= MIN_VALIDATION_ROWS:
+        return default
+    return MIN_VALIDATION_ROWS if train_rows * MAX_VALIDATION_FRACTION >= MIN_VALIDATION_ROWS else 0
 
 
 def network_size(train_rows: int) -> NetworkSize:
