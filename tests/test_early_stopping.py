@@ -36,3 +36,19 @@ def test_a_budget_that_ends_in_a_dip_still_ends_on_the_best_weights():
     assert weight == 2.0
     record, weight = _train([1.0, 0.9, 0.8], patience=10)  # the last is the best: kept as is
     assert (record.best_epoch, weight) == (3, 3.0)
+    assert record.still_learning  # the budget ended on its best epoch: still learning
+
+
+def test_a_budget_that_ends_while_still_learning_is_said(caplog):
+    """A fit whose last epoch is its best ran out of budget, not of things to learn: the log
+    and the record say so; one that found its best earlier, or stopped early, does not."""
+    import logging
+
+    from pipeline.runs import report
+
+    with caplog.at_level(logging.WARNING, logger="absl"):
+        record, _ = _train([1.0, 0.8, 0.6, 0.5], patience=10)
+    assert record.still_learning and "was still learning" in caplog.text
+    assert "the model was still learning" in report._budget(record)
+    assert not _train([1.0, 0.5, 0.7, 0.8], patience=10)[0].still_learning
+    assert not _train([1.0, 0.5, 0.7, 0.8, 0.9], patience=2)[0].still_learning

@@ -34,6 +34,8 @@ class TrainingRecord:
     refit_val_loss: the refit's loss on the validation slice (None: no refit ran).
     refit_kept: the refit was exported; it is kept only when its loss on the slice is not above
       the kept epoch's (False: the kept epoch's weights were exported).
+    still_learning: the budget ended while the validation loss was still falling (the last
+      epoch was the best): a larger budget would likely have trained a better model.
     """
 
     budget: str
@@ -47,6 +49,7 @@ class TrainingRecord:
     refit_epochs: int = 0
     refit_val_loss: float | None = None
     refit_kept: bool = False
+    still_learning: bool = False
 
     def write(self, model_run_dir: str) -> None:
         import tensorflow as tf
@@ -97,6 +100,15 @@ class BestEpoch(tf_keras.callbacks.Callback):
     def on_train_end(self, logs: dict | None = None) -> None:
         if self._best_weights is not None and self.record.best_epoch != self.record.epochs_run:
             self.model.set_weights(self._best_weights)
+        self.record.still_learning = (not self.record.stopped_early
+                                      and self.record.best_epoch == self.record.epochs_run > 0
+                                      and self.record.epochs_run > 1)
+        if self.record.still_learning:
+            logging.warning(
+                "The budget of %d epochs ended while the validation loss was still falling "
+                "(its last epoch was the best): the model was still learning; a larger budget "
+                "(EPOCHS, or the spec's [training] epochs) would likely train a better one",
+                self.record.epochs_budget)
         logging.info("Training ended after %d of %d epochs%s; kept epoch %s (val_loss %s)",
                      self.record.epochs_run, self.record.epochs_budget,
                      " (early stop)" if self.record.stopped_early else "",

@@ -500,9 +500,12 @@ def _budget(record) -> str:
         refit = (f" A refit on all {rows:,} training rows for {record.refit_epochs} epochs scored "
                  f"a validation loss of {record.refit_val_loss:.4f}, above the kept epoch's: it "
                  "was discarded, and the kept epoch's model is the one exported.")
+    learning = (" The budget ended while the validation loss was still falling: the model was "
+                "still learning, and a larger budget would likely train a better one."
+                if record.still_learning else "")
     return (f'<p id="budget">Budget: {_e(record.budget)}; trained {record.epochs_run} of '
             f"{record.epochs_budget} epochs ({stop}), {kept}; {record.fit_rows:,} training "
-            f"rows, {record.validation_rows:,} in the validation slice.{refit}</p>")
+            f"rows, {record.validation_rows:,} in the validation slice.{refit}{learning}</p>")
 
 
 def _no_output(summary: run_summary.RunSummary, node_id: str, what: str) -> str:
