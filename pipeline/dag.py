@@ -12,7 +12,7 @@ import tensorflow_model_analysis as tfma
 from tfx.components import ExampleValidator, Pusher, StatisticsGen, Transform
 from tfx.orchestration.metadata import sqlite_metadata_connection_config
 from tfx.orchestration.pipeline import Pipeline
-from tfx.proto import example_gen_pb2, pusher_pb2, trainer_pb2
+from tfx.proto import example_gen_pb2, pusher_pb2, range_config_pb2, trainer_pb2
 
 from pipeline import csv_check, names
 from pipeline.cache_keys import file_hash, key_step
@@ -35,11 +35,12 @@ RUN_FN = "trainer_module.run.run_fn"
 TUNER_FN = "trainer_module.tuning.tuner_fn"
 
 
-def csv_input_config() -> example_gen_pb2.Input:
-    """CsvExampleGen's input: every *.csv and *.csv.gz file of the folder, one split (the
-    output is split by hash, train 2 : eval 1, TFX's default)."""
-    return example_gen_pb2.Input(
-        splits=[example_gen_pb2.Input.Split(name="csv", pattern=csv_check.CSV_PATTERN)])
+def csv_input_config(pattern: str = csv_check.CSV_PATTERN) -> example_gen_pb2.Input:
+    """CsvExampleGen's input: every *.csv and *.csv.gz file of the folder (or, with a span
+    pattern, of a span's folder), one split (the output is split by hash, train 2 : eval 1,
+    TFX's default)."""
+    return example_gen_pb2.Input(splits=[example_gen_pb2.Input.Split(name="csv",
+                                                                      pattern=pattern)])
 
 
 # A spec's bound is what a model must beat (the majority class's share, the label's spread,
@@ -357,10 +358,19 @@ def _example_gen(config: PipelineConfig) -> Any:
         )
 
         return BigQueryExampleGen(query=config.bigquery_query)
-    return CsvExampleGen(input_base=config.data_dir, input_config=csv_input_config(),
-                         delimiter=config.spec.delimiter,
-                         missing_values=config.spec.missing_values,
-                         number_formats=config.spec.number_formats)
+    if config.spans is None:
+        return CsvExampleGen(input_base=config.data_dir, input_config=csv_input_config(),
+                             delimiter=config.spec.delimiter,
+                             missing_values=config.spec.missing_values,
+                             number_formats=config.spec.number_formats)
+    # TFX's span support reads the span and records it on the Examples artifact; the span is
+    # the one the settings chose and the checks read (the newest by default).
+    return CsvExampleGen(
+        input_base=config.data_dir, input_config=csv_input_config(config.spans.pattern),
+        delimiter=config.spec.delimiter, missing_values=config.spec.missing_values,
+        number_formats=config.spec.number_formats,
+        range_config=range_config_pb2.RangeConfig(static_range=range_config_pb2.StaticRange(
+            start_span_number=config.span, end_span_number=config.span)))
 
 
 def _transform(spec: DatasetSpec, example_gen: Any, schema_gen: Any) -> Transform:

@@ -15,7 +15,7 @@ from pipeline.pipeline_config import PipelineConfig, Settings, configure, is_rem
 def from_env(env: Mapping[str, str] | None = None) -> Settings:
     """The settings the environment sets.
 
-    Variables: DATASET, PIPELINE_NAME, DATA_DIR, OUTPUT_DIR, TRAIN_STEPS, EVAL_STEPS, TUNE,
+    Variables: DATASET, PIPELINE_NAME, DATA_DIR, SPAN, OUTPUT_DIR, TRAIN_STEPS, EVAL_STEPS, TUNE,
     TUNE_TRIALS, MIN_EVAL_ACCURACY, MAX_ACCURACY_REGRESSION, and the trainer settings of
     TRAINER_VARIABLES. Empty variables count as unset (so `make run DATA_DIR=` keeps the
     default).
@@ -57,6 +57,11 @@ def _env_path(var: str, raw: str) -> str:
     return raw if is_remote(raw) else os.path.abspath(raw)
 
 
+def _env_span(var: str, raw: str) -> str:
+    """A span number or date, checked against the data dir's spans by `configure`."""
+    return raw.strip()
+
+
 def _env_steps(var: str, raw: str) -> tuple[int, ...]:
     try:
         return tuple(int(part) for part in raw.split(","))
@@ -81,6 +86,7 @@ PIPELINE_VARIABLES = {
     "DATASET": ("dataset", _env_str),
     "PIPELINE_NAME": ("pipeline_name", _env_str),
     "DATA_DIR": ("data_dir", _env_path),
+    "SPAN": ("span", _env_span),
     "OUTPUT_DIR": ("output_dir", _env_path),
     "TRAIN_STEPS": ("train_steps", _env_int),
     "EVAL_STEPS": ("eval_steps", _env_int),

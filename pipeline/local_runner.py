@@ -114,7 +114,10 @@ def _run(config: PipelineConfig, log: str | None) -> int:
     for execution in run_lock.cancel_abandoned_executions(config.metadata_path):
         print(f"Marked {execution} CANCELED: an earlier run stopped before it finished",
               flush=True)
-    print(f"Running pipeline {config.pipeline_name!r} on {config.data_dir} "
+    span = (f" (span {config.spans.name(config.span)}"
+            + (", the newest" if config.span == config.spans.newest else "")
+            + f" of {len(config.spans.folders)})" if config.spans else "")
+    print(f"Running pipeline {config.pipeline_name!r} on {config.data_dir}{span} "
           f"→ outputs under {config.output_dir}", flush=True)
     beam = dict(a.lstrip("-").split("=", 1) for a in config.beam_pipeline_args if "=" in a)
     if "direct_running_mode" in beam:

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from pipeline import REPO_ROOT, csv_check, datasets
+from pipeline import spans as span_folders
 from pipeline.datasets import DEFAULT_DATASET
 from pipeline.errors import ConfigError
 from trainer_module.config import TrainerConfig, TrainerConfigError
@@ -102,6 +103,9 @@ class PipelineConfig:
     schema: schema_pb2.Schema = dataclasses.field(compare=False, repr=False)
     pipeline_name: str
     data_dir: str
+    span: int | None = None  # the span a run reads when data_dir holds span folders
+    spans: span_folders.Spans | None = dataclasses.field(default=None, compare=False,
+                                                         repr=False)
     bigquery_query: str = ""
     output_dir: str = DEFAULT_OUTPUT_DIR
     train_steps: int | None = None  # None: a budget of trainer.training.epochs passes
@@ -125,6 +129,11 @@ class PipelineConfig:
     @property
     def spec_path(self) -> str:
         return os.path.join(self.dataset_dir, datasets.SPEC_FILE)
+
+    @property
+    def data_folder(self) -> str:
+        """The folder of CSV files this run reads: the chosen span's, or data_dir itself."""
+        return self.spans.folders[self.span] if self.spans else self.data_dir
 
     @property
     def pipeline_root(self) -> str:
@@ -179,8 +188,10 @@ class PipelineConfig:
                 raise ConfigError(f"data_dir={self.data_dir!r}: expected a local folder or a "
                                   "gs:// folder of CSV files")
         else:
+            if self.spans:
+                span_folders.check(self.spans)
             csv_check.check_data_dir(
-                self.data_dir, [f.name for f in self.schema.feature], self.schema_path,
+                self.data_folder, [f.name for f in self.schema.feature], self.schema_path,
                 label_check(self.spec, self.schema), self.spec.delimiter,
                 folded(self.spec.missing_values),
                 {f.name: self.spec.number_format(f.name) for f in self.schema.feature
@@ -216,8 +227,18 @@ def configure(settings: Settings | None = None, *, trainer: TrainerConfig | None
     spec, schema = datasets.load_spec(dataset)
     values["pipeline_name"] = values.get("pipeline_name") or datasets.pipeline_name(dataset)
     values["data_dir"] = values.get("data_dir") or datasets.shipped_data_dir(dataset)
+    found = span_folders.find(str(values["data_dir"]))
+    if found:
+        values["spans"], values["span"] = found, found.choose(values.get("span"))
+    elif values.get("span") not in (None, ""):
+        raise ConfigError(f"SPAN={values['span']!r}: data_dir={values['data_dir']!r} has no "
+                          "span folders here (span-N/ or YYYY-MM-DD/); a flat folder is one "
+                          "span: unset SPAN")
+    else:
+        values["span"] = None
     if not values.get("beam_pipeline_args"):
-        values["beam_pipeline_args"] = local_beam_args(str(values["data_dir"]))
+        folder = found.folders[values["span"]] if found else str(values["data_dir"])
+        values["beam_pipeline_args"] = local_beam_args(folder)
     try:
         values["trainer"] = trainer or TrainerConfig.create(
             **_trainer_settings(spec, values, settings.trainer))

@@ -32,7 +32,7 @@ from tfx.components.example_gen import utils, write_split
 from tfx.components.example_gen.csv_example_gen import executor as tfx_csv
 from tfx.dsl.components.base import base_beam_component, executor_spec
 from tfx.dsl.io import fileio
-from tfx.proto import example_gen_pb2
+from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import artifact_utils, standard_artifacts, standard_component_specs
 from tfx.utils import proto_utils
 from tfx_bsl.coders import csv_decoder
@@ -497,13 +497,14 @@ class CsvExampleGen(TfxCsvExampleGen):
     def __init__(self, *, input_base: str, input_config: example_gen_pb2.Input,
                  output_config: example_gen_pb2.Output | None = None, delimiter: str = ",",
                  missing_values: tuple[str, ...] = (),
-                 number_formats: tuple[tuple[str, str], ...] = ()) -> None:
+                 number_formats: tuple[tuple[str, str], ...] = (),
+                 range_config: range_config_pb2.RangeConfig | None = None) -> None:
         spec = CsvExampleGenSpec(
             input_base=input_base, input_config=input_config,
             delimiter=delimiter, missing_values=json.dumps(list(missing_values)),
             number_formats=json.dumps(dict(number_formats)) if number_formats else None,
             output_config=output_config or utils.make_default_output_config(input_config),
-            custom_config=None, range_config=None,
+            custom_config=None, range_config=range_config,
             output_data_format=example_gen_pb2.FORMAT_TF_EXAMPLE,
             output_file_format=example_gen_pb2.FORMAT_TFRECORDS_GZIP,
             examples=types.Channel(type=standard_artifacts.Examples))

@@ -24,7 +24,7 @@ import shutil
 import sys
 import tempfile
 
-from pipeline import console, csv_check, datasets
+from pipeline import console, csv_check, datasets, spans
 from pipeline.errors import ConfigError
 from pipeline.pipeline_config import DEFAULT_OUTPUT_DIR
 from trainer_module import dataset_spec, datetimes, keys, numbers, tasks, tf_names
@@ -220,7 +220,7 @@ class Dialect:
 
 def scan(data_dir: str, dialect: Dialect = Dialect()) -> dict[str, Column]:
     columns: dict[str, Column] = {}
-    for path in csv_check.csv_files(data_dir):
+    for path in spans.data_files(data_dir):
         with csv_check.open_text(path) as f:
             reader = csv.reader(f, delimiter=dialect.delimiter)
             header = next(reader, [])
@@ -354,7 +354,7 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     formats = {c.name: c.format for c in columns.values() if c.is_number and c.format}
     gaps = [i for i, c in enumerate(columns.values())
             if c.is_number and (c.markers or c.format)]
-    unnamed = csv_check.nameless(csv_check.file_header(csv_check.csv_files(data_dir)[0],
+    unnamed = csv_check.nameless(csv_check.file_header(spans.data_files(data_dir)[0],
                                                        dialect.delimiter))
     schema = tfdv.infer_schema(csv_statistics(data_dir, list(columns), gaps, dialect, unnamed,
                                               [formats.get(name) for name in columns]),
@@ -447,10 +447,17 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     if dialect != Dialect():
         decisions.append(f"  csv: delimiter {dialect.delimiter!r}, missing values "
                          f"{list(dialect.missing_values)} besides the usual markers")
+    found = spans.find(data_dir)
+    if found:
+        decisions.append(f"  data: {len(found.folders)} span folders "
+                         f"({spans.FOLDER_PATTERN[found.layout]}), read together here; a run "
+                         f"reads the newest ({found.name(found.newest)}), SPAN= picks another")
     header = [f"Dataset spec written by `make dataset` from {data_dir}: review every",
               "role (the reason each was chosen is beside it) and the thresholds, then",
               f"`make run DATASET={name} DATA_DIR=…`. docs/dataset-spec.md explains every",
-              "key."]
+              "key."] + ([f"The data is {len(found.folders)} span folders "
+                          f"({spans.FOLDER_PATTERN[found.layout]}): a run reads the newest, "
+                          "SPAN= picks another."] if found else [])
     _curate(schema, label, label_table["missing"])
     decisions.insert(0, f"Dataset {name!r}: label {label!r} ({task}), {label_column.rows} rows, "
                         f"{len(columns)} columns")
@@ -600,7 +607,7 @@ def csv_statistics(data_dir: str, names: list[str], gaps: list[int], dialect: Di
         with beam.Pipeline() as p:
             # CsvExampleGen's own reader: one record per row, also where a quoted value holds
             # a line break.
-            lines = (p | beam.Create(csv_check.csv_files(data_dir))
+            lines = (p | beam.Create(spans.data_files(data_dir))
                      | beam.ParDo(example_gen.ReadCsvRecords()))
             if gaps or unnamed:
                 lines = lines | beam.Map(blank_markers)
@@ -631,7 +638,7 @@ def _positive_last(classes: list[str], counts: dict[str, int]) -> tuple[list[str
 
 def _label_counts(data_dir: str, label: str, delimiter: str) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for path in csv_check.csv_files(data_dir):
+    for path in spans.data_files(data_dir):
         with csv_check.open_text(path) as f:
             reader = csv.reader(f, delimiter=delimiter)
             index = next(reader, []).index(label)
@@ -682,11 +689,15 @@ def main(argv: list[str]) -> int:
         if os.path.exists(os.path.join(folder, datasets.SPEC_FILE)) and not args.force:
             raise ConfigError(f"{folder} already holds a spec: it may be reviewed work; pass "
                               "FORCE=1 (--force) to overwrite it, or choose another NAME")
-        files = csv_check.csv_files(args.data_dir)
+        files = spans.data_files(args.data_dir)
         dialect = Dialect(csv_check.file_delimiter(files[0]) if files else ",",
                           tuple(m.strip() for m in args.missing_values.split(",") if m.strip()))
-        csv_check.check_data_dir(args.data_dir, [], "(no schema yet)",
-                                 delimiter=dialect.delimiter, markers=dialect.extra)
+        found = spans.find(args.data_dir)
+        if found:
+            spans.check(found)
+        for data_folder in sorted(found.folders.values()) if found else [args.data_dir]:
+            csv_check.check_data_dir(data_folder, [], "(no schema yet)",
+                                     delimiter=dialect.delimiter, markers=dialect.extra)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
