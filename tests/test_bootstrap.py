@@ -439,6 +439,12 @@ def test_spreadsheet_formatted_numbers_are_read_as_numbers_with_their_format(tmp
         assert written["features"][column]["role"] in ("zscore", "log_zscore", "quantile")
     config = configure(dataset=str(tmp_path / "staff"), data_dir=str(data)).validate()
     assert {f.name: f.type for f in config.schema.feature}["salary"] == schema_pb2.FLOAT
+    from pipeline.tools import infer_schema  # make schema reads the formats as make run does
+
+    assert infer_schema.main(["--dataset", str(tmp_path / "staff"), "--data-dir", str(data)]) == 0
+    inferred = datasets.load_schema(str(tmp_path / "staff" / "inferred_schema.pbtxt"))
+    assert {f.name: f.type for f in inferred.feature} == {
+        f.name: f.type for f in config.schema.feature}
     with open(data / "staff.csv", "a", encoding="utf-8") as f:
         f.write("5993,3%,\"1,000.0\",no\n")  # the salary lost its "$"
     with pytest.raises(ConfigError, match=r"staff.csv', line 602: column 'salary': '5993' is "

@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 
-from pipeline import csv_check, datasets
+from pipeline import csv_check, datasets, spans
 from pipeline.errors import ConfigError
 from pipeline.tools import bootstrap
 
@@ -25,20 +25,26 @@ def main(argv: list[str] | None = None) -> int:
         spec, curated = datasets.load_spec(args.dataset)
         data_dir = args.data_dir or datasets.shipped_data_dir(args.dataset)
         dialect = bootstrap.Dialect(spec.delimiter, spec.missing_values)
-        csv_check.check_data_dir(data_dir, [], "(none: make schema infers one)",
-                                 delimiter=dialect.delimiter, markers=dialect.extra)
+        found = spans.find(data_dir)
+        if found:
+            spans.check(found)
+        for folder in sorted(found.folders.values()) if found else [data_dir]:
+            csv_check.check_data_dir(folder, [], "(none: make schema infers one)",
+                                     delimiter=dialect.delimiter, markers=dialect.extra)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     import tensorflow_data_validation as tfdv
     from tensorflow_metadata.proto.v0 import schema_pb2
 
-    files = csv_check.csv_files(data_dir)
-    with csv_check.open_text(files[0]) as f:
-        names = csv_check.header_of(f.readline().rstrip("\r\n"), dialect.delimiter)
+    files = spans.data_files(data_dir)
+    header = csv_check.file_header(files[0], dialect.delimiter)
+    names = [name for name in header if name.strip()]  # a spreadsheet's empty columns dropped
     numbers = {f.name for f in curated.feature if f.type in (schema_pb2.INT, schema_pb2.FLOAT)}
     gaps = [i for i, name in enumerate(names) if name in numbers]
-    schema = tfdv.infer_schema(bootstrap.csv_statistics(data_dir, names, gaps, dialect))
+    schema = tfdv.infer_schema(bootstrap.csv_statistics(
+        data_dir, names, gaps, dialect, csv_check.nameless(header),
+        [spec.number_format(name) for name in names]))
     folder = datasets.dataset_dir(args.dataset)
     output = os.path.join(folder, "inferred_schema.pbtxt")
     tfdv.write_schema_text(schema, output)
