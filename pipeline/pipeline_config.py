@@ -227,18 +227,11 @@ def configure(settings: Settings | None = None, *, trainer: TrainerConfig | None
     spec, schema = datasets.load_spec(dataset)
     values["pipeline_name"] = values.get("pipeline_name") or datasets.pipeline_name(dataset)
     values["data_dir"] = values.get("data_dir") or datasets.shipped_data_dir(dataset)
-    found = span_folders.find(str(values["data_dir"]))
-    if found:
-        values["spans"], values["span"] = found, found.choose(values.get("span"))
-    elif values.get("span") not in (None, ""):
-        raise ConfigError(f"SPAN={values['span']!r}: data_dir={values['data_dir']!r} has no "
-                          "span folders here (span-N/ or YYYY-MM-DD/); a flat folder is one "
-                          "span: unset SPAN")
-    else:
-        values["span"] = None
+    values.update(_span_choice(str(values["data_dir"]), values.get("span")))
     if not values.get("beam_pipeline_args"):
-        folder = found.folders[values["span"]] if found else str(values["data_dir"])
-        values["beam_pipeline_args"] = local_beam_args(folder)
+        found = values.get("spans")
+        values["beam_pipeline_args"] = local_beam_args(
+            found.folders[values["span"]] if found else str(values["data_dir"]))
     try:
         values["trainer"] = trainer or TrainerConfig.create(
             **_trainer_settings(spec, values, settings.trainer))
@@ -249,6 +242,18 @@ def configure(settings: Settings | None = None, *, trainer: TrainerConfig | None
         raise ConfigError(f"trainer setting {e}") from e
     spec = _with_accuracy_overrides(spec, values)
     return PipelineConfig(spec=spec, schema=schema, **values)
+
+
+def _span_choice(data_dir: str, span: object) -> dict[str, object]:
+    """The `spans` and `span` fields: the data dir's span folders and the one a run reads (the
+    newest unless `span` names one), or none for a flat folder."""
+    found = span_folders.find(data_dir)
+    if found:
+        return {"spans": found, "span": found.choose(span)}
+    if span not in (None, ""):
+        raise ConfigError(f"SPAN={span!r}: data_dir={data_dir!r} has no span folders here "
+                          "(span-N/ or YYYY-MM-DD/); a flat folder is one span: unset SPAN")
+    return {"span": None}
 
 
 def _trainer_settings(spec: DatasetSpec, values: Mapping[str, object],
