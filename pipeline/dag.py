@@ -1,6 +1,7 @@
 """The TFX DAG, defined once: every runner (local, Kubeflow v2, Vertex) calls `create_pipeline`."""
 
 import dataclasses
+import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -19,11 +20,13 @@ from pipeline.cache_keys import file_hash, key_step
 from pipeline.components import eval_metrics
 from pipeline.components.anomaly_gate import AnomalyGate
 from pipeline.components.baseline_resolver import baseline_resolver, latest_blessed_model
+from pipeline.components.drift_gate import DriftGate
 from pipeline.components.evaluator import Evaluator
 from pipeline.components.example_gen import CsvExampleGen
 from pipeline.components.import_schema_gen import ImportSchemaGen
 from pipeline.components.pusher import StagedPusher
 from pipeline.components.served_model import served_model
+from pipeline.components.span_resolver import span_resolver
 from pipeline.components.trainer import Trainer
 from pipeline.pipeline_config import REPO_ROOT, ConfigError, PipelineConfig, is_remote
 from trainer_module import keys, tf_names
@@ -302,8 +305,11 @@ def create_pipeline(config: PipelineConfig, target: LocalTarget = LOCAL) -> Pipe
                                statistics=statistics_gen.outputs[names.STATISTICS],
                                label_columns=",".join(label_columns),
                                missing_labels=spec.missing_labels)
-    transform = _transform(spec, example_gen, schema_gen)
-    transform.add_upstream_node(anomaly_gate)
+    drift_nodes = _drift_gate(config, example_gen, statistics_gen, schema_gen)
+    window, window_resolver = _window(config, example_gen)
+    transform = _transform(spec, window, schema_gen)
+    for gate in [anomaly_gate, *drift_nodes[1:]]:
+        transform.add_upstream_node(gate)
     make_trainer, trainer_config = target.trainer(
         {**config.trainer.to_custom_config(), **spec.to_custom_config()})
     # Warm start: the Trainer begins from the latest blessed model. Every run then depends on
@@ -335,7 +341,8 @@ def create_pipeline(config: PipelineConfig, target: LocalTarget = LOCAL) -> Pipe
     pusher = target.pusher(config, trainer.outputs[names.MODEL],
                            evaluator.outputs[names.BLESSING])
     components = [example_gen, statistics_gen, schema_gen, example_validator, anomaly_gate,
-                  transform, *([warm_start] if warm_start else []), *([tuner] if tuner else []),
+                  *drift_nodes, *([window_resolver] if window_resolver else []), transform,
+                  *([warm_start] if warm_start else []), *([tuner] if tuner else []),
                   trainer, model_resolver, evaluator, pusher,
                   *target.after_push(spec, trainer, evaluator)]
     for component in components:
@@ -350,6 +357,20 @@ def create_pipeline(config: PipelineConfig, target: LocalTarget = LOCAL) -> Pipe
     )
 
 
+def create_intake_pipeline(config: PipelineConfig) -> Pipeline:
+    """The DAG's first two nodes alone, CsvExampleGen and StatisticsGen, on `config.span`: a
+    span's outputs stored for later runs' windows and drift gate (pipeline/span_intake.py)."""
+    example_gen = _example_gen(config)
+    statistics_gen = StatisticsGen(examples=example_gen.outputs[names.EXAMPLES])
+    components = [example_gen, statistics_gen]
+    for component in components:
+        key_step(component)
+    return Pipeline(pipeline_name=config.pipeline_name, pipeline_root=config.pipeline_root,
+                    components=components, enable_cache=config.enable_cache,
+                    metadata_connection_config=LOCAL.metadata_connection(config),
+                    beam_pipeline_args=list(config.beam_pipeline_args))
+
+
 def _example_gen(config: PipelineConfig) -> Any:
     """CsvExampleGen over the data dir, or BigQueryExampleGen with the configured query."""
     if config.bigquery_query:
@@ -358,24 +379,50 @@ def _example_gen(config: PipelineConfig) -> Any:
         )
 
         return BigQueryExampleGen(query=config.bigquery_query)
-    if config.spans is None:
-        return CsvExampleGen(input_base=config.data_dir, input_config=csv_input_config(),
-                             delimiter=config.spec.delimiter,
-                             missing_values=config.spec.missing_values,
-                             number_formats=config.spec.number_formats)
-    # TFX's span support reads the span and records it on the Examples artifact; the span is
-    # the one the settings chose and the checks read (the newest by default).
+    pattern = config.span_pattern
+    # TFX's span support reads one span and records it on the Examples artifact: the span the
+    # settings chose and the checks read (the newest by default) when the folders are known
+    # here; else (a gs:// data dir) the newest where the step runs, TFX's default.
+    span = (range_config_pb2.RangeConfig(static_range=range_config_pb2.StaticRange(
+        start_span_number=config.span, end_span_number=config.span))
+        if config.span is not None else None)
     return CsvExampleGen(
-        input_base=config.data_dir, input_config=csv_input_config(config.spans.pattern),
+        input_base=config.data_dir, input_config=csv_input_config(pattern or csv_check.CSV_PATTERN),
         delimiter=config.spec.delimiter, missing_values=config.spec.missing_values,
-        number_formats=config.spec.number_formats,
-        range_config=range_config_pb2.RangeConfig(static_range=range_config_pb2.StaticRange(
-            start_span_number=config.span, end_span_number=config.span)))
+        number_formats=config.spec.number_formats, range_config=span)
 
 
-def _transform(spec: DatasetSpec, example_gen: Any, schema_gen: Any) -> Transform:
+def _window(config: PipelineConfig, example_gen: Any) -> tuple[Any, Any]:
+    """Transform's examples, and the resolver node that gives them: this span's, or with
+    `[training] window_spans` > 1 the newest spans up to it, the older ones from the store
+    (their ExampleGen does not run again)."""
+    if len(config.window) <= 1:
+        return example_gen.outputs[names.EXAMPLES], None
+    resolver = span_resolver(names.WINDOW_RESOLVER, config.window, example_gen)
+    return resolver.outputs[names.EXAMPLES], resolver
+
+
+def _drift_gate(config: PipelineConfig, example_gen: Any, statistics_gen: Any,
+                schema_gen: Any) -> list[Any]:
+    """The drift gate between this span's statistics and the previous span's (from the
+    store), with its resolver, when the spec sets thresholds and a previous span exists."""
+    if config.previous_span is None or not config.spec.drift_thresholds:
+        return []
+    previous = span_resolver(names.PREVIOUS_SPAN_RESOLVER, (config.previous_span,),
+                             example_gen, statistics_gen)
+    gate = DriftGate(examples=example_gen.outputs[names.EXAMPLES],
+                     statistics=statistics_gen.outputs[names.STATISTICS],
+                     previous_examples=previous.outputs[names.EXAMPLES],
+                     previous_statistics=previous.outputs[names.STATISTICS],
+                     schema=schema_gen.outputs[names.SCHEMA],
+                     thresholds=json.dumps(dict(config.spec.drift_thresholds)),
+                     warn_only=",".join(config.spec.drift_warn_only)).with_id(names.DRIFT_GATE)
+    return [previous, gate]
+
+
+def _transform(spec: DatasetSpec, examples: Any, schema_gen: Any) -> Transform:
     return Transform(
-        examples=example_gen.outputs[names.EXAMPLES],
+        examples=examples,
         schema=schema_gen.outputs[names.SCHEMA],
         preprocessing_fn=PREPROCESSING_FN,
         # StatisticsGen already describes the raw data; TFT's own pre/post-transform

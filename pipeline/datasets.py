@@ -133,7 +133,8 @@ def spec_text(values: dict, notes: dict[str, list[str]] | None = None,
     entry may carry a `why`), the one writer of that form: `load_spec` reads what it writes.
 
     Args:
-      values: the spec's tables (label, features, evaluation, training, model, csv); `name`
+      values: the spec's tables (label, features, evaluation, training, model, csv, spans,
+        drift); `name`
         is the folder's, not written.
       notes: comment lines to write before a key or a table, by its dotted path
         (e.g. "training.epochs", "evaluation.thresholds.accuracy", "csv").
@@ -148,7 +149,8 @@ def spec_text(values: dict, notes: dict[str, list[str]] | None = None,
     def table(path: str, entries: dict) -> None:
         lines.extend(["", *(f"# {n}" for n in notes.get(path, [])), f"[{path}]"])
         for key, value in entries.items():
-            if isinstance(value, dict) and path == "evaluation" and key == "thresholds":
+            if isinstance(value, dict) and key == "thresholds" and path in ("evaluation",
+                                                                            "drift"):
                 continue
             lines.extend(f"# {n}" for n in notes.get(f"{path}.{key}", []))
             lines.append(f"{_toml_key(key)} = {_toml(value)}")
@@ -163,6 +165,11 @@ def spec_text(values: dict, notes: dict[str, list[str]] | None = None,
             table(section, values[section])
     if values.get("csv", _DEFAULT_CSV) != _DEFAULT_CSV:
         table("csv", values["csv"])
+    if values.get("spans"):
+        table("spans", values["spans"])
+    if values.get("drift"):
+        table("drift", values["drift"])
+        table("drift.thresholds", values["drift"].get("thresholds", {}))
     return "\n".join(lines) + "\n"
 
 

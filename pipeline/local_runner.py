@@ -20,7 +20,7 @@ import logging as py_logging
 import os
 import sys
 
-from pipeline import console
+from pipeline import console, span_intake
 from pipeline.env_settings import from_env
 from pipeline.pipeline_config import ConfigError, PipelineConfig, configure
 from pipeline.runs import run_lock, run_summary, store_check
@@ -119,12 +119,21 @@ def _run(config: PipelineConfig, log: str | None) -> int:
             + f" of {len(config.spans.folders)})" if config.spans else "")
     print(f"Running pipeline {config.pipeline_name!r} on {config.data_dir}{span} "
           f"→ outputs under {config.output_dir}", flush=True)
+    if len(config.window) > 1:
+        print(f"Window: Transform and the Trainer read {len(config.window)} spans, "
+              f"{', '.join(config.spans.name(s) for s in config.window)}", flush=True)
+    unread = span_intake.missing(config)
+    if unread:
+        print(f"Reading span(s) {', '.join(config.spans.name(s) for s in unread)} first "
+              "(CsvExampleGen, StatisticsGen): this run reads them from the store", flush=True)
     beam = dict(a.lstrip("-").split("=", 1) for a in config.beam_pipeline_args if "=" in a)
     if "direct_running_mode" in beam:
         print(f"Beam steps: DirectRunner {beam['direct_running_mode']}, "
               f"{beam.get('direct_num_workers', '1')} worker(s)", flush=True)
     error = None
     try:
+        if unread:
+            span_intake.read_spans(config, unread)
         _run_dag(config, bars=log is not None and sys.stdout.isatty())
     except Exception as e:  # the summary below names the failed component
         error = e

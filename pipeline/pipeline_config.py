@@ -136,6 +136,34 @@ class PipelineConfig:
         return self.spans.folders[self.span] if self.spans else self.data_dir
 
     @property
+    def window(self) -> tuple[int, ...]:
+        """The spans Transform and the Trainer read, oldest first: the chosen span and up to
+        `[training] window_spans` - 1 before it. Empty when the spans are not known here (a
+        flat folder, or a gs:// data dir whose newest span TFX picks where it runs)."""
+        if not self.spans:
+            return ()
+        known = sorted(s for s in self.spans.folders if s <= self.span)
+        return tuple(known[-(self.spec.window_spans or 1):])
+
+    @property
+    def previous_span(self) -> int | None:
+        """The span before the chosen one, which the drift gate compares it with."""
+        if not self.spans:
+            return None
+        earlier = [s for s in self.spans.folders if s < self.span]
+        return max(earlier) if earlier else None
+
+    @property
+    def span_pattern(self) -> str | None:
+        """CsvExampleGen's split pattern over span folders, or None for a flat folder: from
+        the folders found here, else (a gs:// data dir) from the spec's [spans] layout."""
+        if self.spans:
+            return self.spans.pattern
+        if self.spec.span_layout:
+            return span_folders.pattern(self.spec.span_layout)
+        return None
+
+    @property
     def pipeline_root(self) -> str:
         return os.path.join(self.output_dir, PIPELINE_ROOT_DIR)
 
@@ -188,6 +216,15 @@ class PipelineConfig:
                 raise ConfigError(f"data_dir={self.data_dir!r}: expected a local folder or a "
                                   "gs:// folder of CSV files")
         else:
+            found = self.spans.layout if self.spans else ""
+            if self.spec.span_layout and found != self.spec.span_layout:
+                raise ConfigError(
+                    f"data_dir={self.data_dir!r} holds "
+                    + (f"{found} span folders" if found else "no span folders")
+                    + f", but {self.spec_path} says [spans] layout = "
+                    f"{self.spec.span_layout!r}: move the CSV files into "
+                    f"{span_folders.FOLDER_PATTERN[self.spec.span_layout]}/ folders, or "
+                    "change the layout in the spec")
             if self.spans:
                 span_folders.check(self.spans)
             csv_check.check_data_dir(

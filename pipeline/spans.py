@@ -15,8 +15,9 @@ import re
 
 from pipeline import csv_check
 from pipeline.errors import ConfigError
+from trainer_module.dataset_spec import SPAN_LAYOUTS
 
-NUMBERED, DATED = "numbered", "dated"
+NUMBERED, DATED = SPAN_LAYOUTS
 _FOLDER = {NUMBERED: re.compile(r"^span-(\d+)$"), DATED: re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")}
 # The split pattern's folder part, in TFX's span specs (tfx/components/example_gen/utils.py).
 FOLDER_PATTERN = {NUMBERED: "span-{SPAN}", DATED: "{YYYY}-{MM}-{DD}"}
@@ -39,7 +40,7 @@ class Spans:
     @property
     def pattern(self) -> str:
         """CsvExampleGen's split pattern over every span."""
-        return f"{FOLDER_PATTERN[self.layout]}/{csv_check.CSV_PATTERN}"
+        return pattern(self.layout)
 
     def name(self, span: int) -> str:
         """The span's folder name ("span-3", "2026-11-01")."""
@@ -61,6 +62,11 @@ class Spans:
                 + ("a span number, e.g. SPAN=1" if self.layout == NUMBERED
                    else "a date, e.g. SPAN=" + self.name(self.newest)) + ")")
         return number
+
+
+def pattern(layout: str) -> str:
+    """CsvExampleGen's split pattern over every span folder of `layout`."""
+    return f"{FOLDER_PATTERN[layout]}/{csv_check.CSV_PATTERN}"
 
 
 def find(data_dir: str) -> Spans | None:

@@ -18,15 +18,18 @@ from trainer_module.keys import DATASET_SPEC_KEY
 
 RULE_OPS = (">", ">=", "<", "<=")
 MISSING_LABELS = ("stop", "drop")
-SECTIONS = ("label", "features", "evaluation", "training", "model", "csv")
+SECTIONS = ("label", "features", "evaluation", "training", "model", "csv", "spans", "drift")
 CSV_KEYS = ("delimiter", "missing_values", "formats")
+DRIFT_KEYS = ("thresholds", "warn_only")
+# The span folder layouts a [spans] table may name (pipeline/spans.py reads them).
+SPAN_LAYOUTS = ("numbered", "dated")
 # The delimiters a [csv] table may name.
 DELIMITERS = (",", ";", "\t", "|")
 # The budget's keys in [training] (whole numbers), and the TrainingConfig settings a spec may
 # give there (each checked by TrainingConfig itself).
 BUDGET_KEYS = ("train_steps", "epochs", "per_replica_batch_size")
 TRAINING_CONFIG_KEYS = ("early_stopping_patience", "refit_factor")
-TRAINING_KEYS = (*BUDGET_KEYS, *TRAINING_CONFIG_KEYS)
+TRAINING_KEYS = (*BUDGET_KEYS, *TRAINING_CONFIG_KEYS, "window_spans")
 # The network a spec may give ([model]): ModelConfig's settings of the same names.
 MODEL_KEYS = ("hidden_units", "embedding_dim", "dropout", "l2", "cross_buckets")
 
@@ -118,6 +121,17 @@ class DatasetSpec:
       the words besides trainer_module/missing.py's that mean "no value" in a number column.
     number_formats: ([csv] formats) the number columns written with a cell format, as
       (column, format) pairs ("$#,##0": trainer_module/numbers.py).
+    window_spans: ([training]) how many of the newest spans Transform and the Trainer read;
+      1 is the chosen span alone.
+    span_layout: ([spans] layout) the data dir's span folders, "numbered" (span-N/) or "dated"
+      (YYYY-MM-DD/); "" for a flat folder. A local data dir is looked at; a gs:// one is
+      compiled and checked (`make preflight`) with this.
+    drift_thresholds: ([drift] thresholds) (column, distance) pairs: how far a span's values
+      may move from the previous span's, and scored rows' from the training rows', before the
+      run stops (pipeline/components/drift_gate.py) or `make predict` warns. The distance is
+      TFDV's: L-infinity for a string column, Jensen-Shannon divergence for a number column.
+    drift_warn_only: ([drift] warn_only) columns whose drift is reported but does not stop
+      the run.
     """
 
     name: str
@@ -139,6 +153,10 @@ class DatasetSpec:
     delimiter: str = ","
     missing_values: tuple[str, ...] = ()
     number_formats: tuple[tuple[str, str], ...] = ()
+    window_spans: int | None = None
+    span_layout: str = ""
+    drift_thresholds: tuple[tuple[str, float], ...] = ()
+    drift_warn_only: tuple[str, ...] = ()
 
     def number_format(self, column: str) -> numbers.NumberFormat | None:
         """The format `column`'s numbers are written in, or None (plain numbers)."""
@@ -237,12 +255,17 @@ class DatasetSpec:
                 {} if t.allowed_change is None else {"allowed_change": t.allowed_change})}
         training = {k: getattr(self, k) for k in TRAINING_KEYS if getattr(self, k) is not None}
         model = {k: list(v) if isinstance(v, tuple) else v for k, v in self.model}
+        spans = {"layout": self.span_layout} if self.span_layout else {}
+        drift = {**({"thresholds": dict(self.drift_thresholds)} if self.drift_thresholds
+                    else {}),
+                 **({"warn_only": list(self.drift_warn_only)} if self.drift_warn_only else {})}
         csv = {"delimiter": self.delimiter, "missing_values": list(self.missing_values),
                **({"formats": dict(self.number_formats)} if self.number_formats else {})}
         return {"name": self.name, "label": label, "features": features,
                 "evaluation": {"slices": list(self.slices), "thresholds": thresholds},
                 **({"training": training} if training else {}),
-                **({"model": model} if model else {}), "csv": csv}
+                **({"model": model} if model else {}), "csv": csv,
+                **({"spans": spans} if spans else {}), **({"drift": drift} if drift else {})}
 
     def to_custom_config(self) -> dict[str, Any]:
         """What Transform and the Trainer need: the label, the features and the CSV dialect
@@ -339,7 +362,11 @@ def from_dict(values: Any, source: str, name: str, evaluation: bool = True) -> D
         name=name, features=features, thresholds=thresholds, slices=slices, **label,
         model=_model_settings(r, r.table(values.get("model"), "model", required=False)),
         **_training_section(r, r.table(values.get("training"), "training", required=False)),
-        **_csv_section(r, r.table(values.get("csv"), "csv", required=False)))
+        **_csv_section(r, r.table(values.get("csv"), "csv", required=False)),
+        **_spans_section(r, r.table(values.get("spans"), "spans", required=False)),
+        **_drift_section(r, r.table(values.get("drift"), "drift", required=False),
+                         {f.column for f in features} | set(
+                             label["rule"].sources if label["rule"] else [label["label"]])))
     _check_outputs(r, spec)
     return spec
 
@@ -393,7 +420,7 @@ def _training_section(r: _Reader, training: dict) -> dict[str, Any]:
                 raise r.fail(f"training.{key}", training[key],
                              str(e).split(": expected ", 1)[-1]) from e
             budget[key] = training[key]
-    for key in BUDGET_KEYS:
+    for key in (*BUDGET_KEYS, "window_spans"):
         value = training.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or value < 1):
@@ -422,6 +449,36 @@ def _csv_section(r: _Reader, dialect: dict) -> dict[str, Any]:
                          "pattern, e.g. \"$#,##0\", \"0%\" or \"#,##0 €\"") from None
     return {"delimiter": delimiter, "missing_values": tuple(markers),
             "number_formats": tuple(sorted(formats.items()))}
+
+
+def _spans_section(r: _Reader, spans: dict) -> dict[str, Any]:
+    """[spans]: the span folder layout."""
+    r.unknown(spans, "spans", ("layout",))
+    layout = spans.get("layout", "")
+    if layout and layout not in SPAN_LAYOUTS:
+        raise r.fail("spans.layout", layout, f"one of {', '.join(SPAN_LAYOUTS)}")
+    return {"span_layout": layout}
+
+
+def _drift_section(r: _Reader, drift: dict, columns: set[str]) -> dict[str, Any]:
+    """[drift]: each column's distance threshold, and the columns whose drift only warns."""
+    r.unknown(drift, "drift", DRIFT_KEYS)
+    thresholds = r.table(drift.get("thresholds"), "drift.thresholds", required=False)
+    for column, value in thresholds.items():
+        if column not in columns:
+            raise r.fail(f"drift.thresholds.{column}", value, "a column the spec names (a "
+                         "feature or the label)")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+            raise r.fail(f"drift.thresholds.{column}", value, "a distance in (0, 1], e.g. 0.2")
+    warn = drift.get("warn_only", [])
+    if not isinstance(warn, list) or not all(isinstance(c, str) for c in warn):
+        raise r.fail("drift.warn_only", warn, 'a list of column names, e.g. ["fare"]')
+    unthresholded = [c for c in warn if c not in thresholds]
+    if unthresholded:
+        raise r.fail("drift.warn_only", unthresholded[0], "a column with a threshold under "
+                     "[drift] thresholds")
+    return {"drift_thresholds": tuple(sorted((c, float(v)) for c, v in thresholds.items())),
+            "drift_warn_only": tuple(warn)}
 
 
 def _check_outputs(r: _Reader, spec: DatasetSpec) -> None:

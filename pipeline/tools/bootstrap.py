@@ -23,8 +23,10 @@ import os
 import shutil
 import sys
 import tempfile
+import zlib
+from typing import Any
 
-from pipeline import console, csv_check, datasets, spans
+from pipeline import console, csv_check, datasets, drift, spans
 from pipeline.errors import ConfigError
 from pipeline.pipeline_config import DEFAULT_OUTPUT_DIR
 from trainer_module import dataset_spec, datetimes, keys, numbers, tasks, tf_names
@@ -44,6 +46,12 @@ from trainer_module.numbers import NumberFormat
 # names rows rather than measures them: strings, or integers that are a run of consecutive
 # numbers (row ids) or codes of one fixed width (account numbers). Other numbers, however
 # many distinct values they take, are measurements.
+# A column's drift threshold: this many times the distance two samples of the same data show
+# (consecutive spans, or two halves of the rows), within [DRIFT_FLOOR, DRIFT_CAP]. TFDV's
+# distances lie in [0, 1]; a partner sending fares in cents moves a number column to about 1.
+DRIFT_MARGIN = 2.0
+DRIFT_FLOOR = 0.1
+DRIFT_CAP = 0.8
 ID_LIKE_FRACTION = 0.9
 ID_LIKE_MIN_DISTINCT = 50
 CODE_MIN_DIGITS = 5
@@ -356,9 +364,9 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
             if c.is_number and (c.markers or c.format)]
     unnamed = csv_check.nameless(csv_check.file_header(spans.data_files(data_dir)[0],
                                                        dialect.delimiter))
-    schema = tfdv.infer_schema(csv_statistics(data_dir, list(columns), gaps, dialect, unnamed,
-                                              [formats.get(name) for name in columns]),
-                               infer_feature_shape=True)
+    statistics = csv_statistics(data_dir, list(columns), gaps, dialect, unnamed,
+                                [formats.get(name) for name in columns])
+    schema = tfdv.infer_schema(statistics.whole, infer_feature_shape=True)
     from tensorflow_metadata.proto.v0 import schema_pb2
 
     types = {f.name: schema_pb2.FeatureType.Name(f.type) for f in schema.feature}
@@ -413,6 +421,13 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
         threshold_why = (f"always answering the most frequent class scores {majority:.4f}; "
                          "the model must beat it")
     slices = _slice_columns(columns, types, label)
+    drifts, drift_why = drift_thresholds(
+        statistics, schema, [c for c in columns if c == label
+                             or features.get(c, [{}])[0].get("role") != "ignore"])
+    notes["drift"] = [f"How far a span may move from the previous one (L-infinity for text, "
+                      f"Jensen-Shannon for numbers) before the run stops: {drift_why}.",
+                      "A column listed under warn_only is reported and does not stop it."]
+    decisions.append(f"  drift: thresholds {drift_why}")
     train_rows = keys.train_share(label_column.present)
     batch, epochs = training_budget(train_rows)
     size = network_size(train_rows)
@@ -435,7 +450,11 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
         "csv": {"delimiter": dialect.delimiter, "missing_values": list(dialect.missing_values),
                 **({"formats": {name: str(fmt) for name, fmt in formats.items()}}
                    if formats else {})},
+        "drift": {"thresholds": drifts},
     }
+    found = spans.find(data_dir)
+    if found:
+        values["spans"] = {"layout": found.layout}
     for name, fmt in formats.items():
         decisions.append(f"  {name}: numbers written as {str(fmt)!r}, read through that format "
                          "([csv] formats)")
@@ -447,7 +466,6 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     if dialect != Dialect():
         decisions.append(f"  csv: delimiter {dialect.delimiter!r}, missing values "
                          f"{list(dialect.missing_values)} besides the usual markers")
-    found = spans.find(data_dir)
     if found:
         decisions.append(f"  data: {len(found.folders)} span folders "
                          f"({spans.FOLDER_PATTERN[found.layout]}), read together here; a run "
@@ -602,23 +620,75 @@ def csv_statistics(data_dir: str, names: list[str], gaps: list[int], dialect: Di
         csv.writer(out, lineterminator="\r\n", delimiter=dialect.delimiter).writerow(cells)
         return out.getvalue()[:-2]
 
-    output = os.path.join(tempfile.mkdtemp(prefix="make-dataset-"), "stats.tfrecord")
+    def read(p, label: str, files: list[str]):
+        # CsvExampleGen's own reader: one record per row, also where a quoted value holds a
+        # line break.
+        lines = (p | f"Files{label}" >> beam.Create(files)
+                 | f"Read{label}" >> beam.ParDo(example_gen.ReadCsvRecords()))
+        return lines | f"Blank{label}" >> beam.Map(blank_markers) if gaps or unnamed else lines
+
+    def write(lines, label: str, path: str) -> None:
+        _ = (lines
+             | f"Decode{label}" >> csv_decoder.DecodeCSV(column_names=names,
+                                                        delimiter=dialect.delimiter)
+             | f"Statistics{label}" >> tfdv.GenerateStatistics(tfdv.StatsOptions())
+             | f"Write{label}" >> tfdv.WriteStatisticsToTFRecord(path))
+
+    work = tempfile.mkdtemp(prefix="make-dataset-")
+    found = spans.find(data_dir)
     try:
         with beam.Pipeline() as p:
-            # CsvExampleGen's own reader: one record per row, also where a quoted value holds
-            # a line break.
-            lines = (p | beam.Create(spans.data_files(data_dir))
-                     | beam.ParDo(example_gen.ReadCsvRecords()))
-            if gaps or unnamed:
-                lines = lines | beam.Map(blank_markers)
-            _ = (lines
-                 | csv_decoder.DecodeCSV(column_names=names,
-                                         delimiter=dialect.delimiter)
-                 | tfdv.GenerateStatistics(tfdv.StatsOptions())
-                 | tfdv.WriteStatisticsToTFRecord(output))
-        return tfdv.load_statistics(output)
+            if found and len(found.folders) > 1:
+                parts = [read(p, f"Span{span}", csv_check.csv_files(folder))
+                         for span, folder in sorted(found.folders.items())]
+                lines = parts | "AllSpans" >> beam.Flatten()
+            else:
+                lines = read(p, "", spans.data_files(data_dir))
+                parts = lines | "Halves" >> beam.Partition(_half, 2)
+            write(lines, "", os.path.join(work, "all"))
+            for i, part in enumerate(parts):
+                write(part, f"Part{i}", os.path.join(work, f"part-{i}"))
+        return CsvStatistics(tfdv.load_statistics(os.path.join(work, "all")),
+                             [tfdv.load_statistics(os.path.join(work, f"part-{i}"))
+                              for i in range(len(parts))], bool(found and len(found.folders) > 1))
     finally:
-        shutil.rmtree(os.path.dirname(output), ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _half(line: str | bytes, parts: int) -> int:
+    """A row's half of the data, by its content: the same rows on every run."""
+    return zlib.crc32(line.encode() if isinstance(line, str) else line) % parts
+
+
+@dataclasses.dataclass(frozen=True)
+class CsvStatistics:
+    """The data's statistics (`whole`), and those of its spans in order (`by_span`) or, for a
+    flat folder, of two halves of its rows."""
+
+    whole: Any
+    parts: list[Any]
+    by_span: bool
+
+
+def drift_thresholds(statistics: CsvStatistics, schema, columns: list[str]
+                     ) -> tuple[dict[str, float], str]:
+    """Each column's drift threshold, and why: DRIFT_MARGIN times the largest distance between
+    consecutive spans (or the two halves of the rows), at least DRIFT_FLOOR and at most
+    DRIFT_CAP. A distance two samples of the same data already show is noise, not drift."""
+    worst = {c: 0.0 for c in columns}
+    for before, after in zip(statistics.parts, statistics.parts[1:], strict=False):
+        for d in drift.distances(after, before, schema, {c: 1.0 for c in columns}, drift.DRIFT):
+            worst[d.column] = max(worst[d.column], d.distance)
+    thresholds = {c: round(min(DRIFT_CAP, max(DRIFT_FLOOR, DRIFT_MARGIN * w)), 2)
+                  for c, w in worst.items()}
+    noisy = sorted(c for c, w in worst.items() if DRIFT_MARGIN * w > DRIFT_CAP)
+    why = (f"{DRIFT_MARGIN:g}x the largest distance between "
+           + ("consecutive spans" if statistics.by_span else "two halves of the rows")
+           + f", within [{DRIFT_FLOOR:g}, {DRIFT_CAP:g}]"
+           + (f"; {', '.join(noisy)} already differ(s) by more than "
+              f"{DRIFT_CAP / DRIFT_MARGIN:.2g} there, so only a larger shift is caught"
+              if noisy else ""))
+    return thresholds, why
 
 
 def _positive_last(classes: list[str], counts: dict[str, int]) -> tuple[list[str], str]:
