@@ -322,6 +322,7 @@ def create_pipeline(config: PipelineConfig, target: LocalTarget = LOCAL) -> Pipe
         hyperparameters=tuner.outputs[names.BEST_HYPERPARAMETERS] if tuner else None,
         examples=transform.outputs[names.TRANSFORMED_EXAMPLES],
         raw_examples=example_gen.outputs[names.EXAMPLES],
+        statistics=statistics_gen.outputs[names.STATISTICS],
         transform_graph=transform.outputs[names.TRANSFORM_GRAPH],
         schema=schema_gen.outputs[names.SCHEMA],
         base_model=warm_start.outputs[names.MODEL] if warm_start else None,

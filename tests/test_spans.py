@@ -1,7 +1,9 @@
 """A data dir of span folders (pipeline/spans.py): TFX's own span support reads the newest span,
 or `SPAN`; what would go wrong without a word stops with exit 2, naming the span."""
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -82,34 +84,104 @@ def test_spans_that_do_not_fit_together_stop_naming_the_span(tmp_path, make, mes
         configure(data_dir=str(tmp_path)).validate()
 
 
+def _inputs(db, node: str, key: str) -> list:
+    """The artifacts under input `key` of `node`'s latest execution."""
+    from ml_metadata.proto import metadata_store_pb2
+
+    execution = max((e for e in db.get_executions() if mlmd_records.node_of(db, e) == node),
+                    key=lambda e: e.id)
+    ids = [e.artifact_id for e in db.get_events_by_execution_ids([execution.id])
+           if e.type == metadata_store_pb2.Event.INPUT and e.path.steps[0].key == key]
+    return db.get_artifacts_by_id(ids)
+
+
+def _span_spec(folder) -> str:
+    """The shipped taxi spec and schema, with a window of two spans and drift thresholds."""
+    shutil.copytree(os.path.join(REPO_ROOT, "schemas", "taxi"), folder,
+                    ignore=shutil.ignore_patterns("inferred_schema.pbtxt"))
+    with open(folder / "spec.toml", encoding="utf-8") as f:
+        text = f.read()
+    text = text.replace("[training]\n", "[training]\nwindow_spans = 2\n")
+    text += ('\n[drift]\nwarn_only = ["company"]\n\n[drift.thresholds]\nfare = 0.5\n'
+             'company = 0.3\ntrip_seconds = 0.5\n')
+    with open(folder / "spec.toml", "w", encoding="utf-8") as f:
+        f.write(text)
+    return str(folder)
+
+
 @pytest.mark.e2e
-def test_a_run_reads_the_newest_span_through_tfx_and_records_it(tmp_path):
-    """The local DAG on two span folders: CsvExampleGen's Examples artifact records span 2 and
-    holds span 2's rows only; SPAN=1 reads span 1 (exit codes: 0)."""
-    parts = _taxi_spans(tmp_path / "data", ["span-1", "span-2"], rows_each=900)
-    output = tmp_path / "out"
-    env = {**os.environ, "OUTPUT_DIR": str(output), "TRAIN_STEPS": "20",
-           "MIN_EVAL_ACCURACY": "0.5", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    runner = [sys.executable, os.path.join(REPO_ROOT, "pipeline", "local_runner.py"),
-              "--data-dir", str(tmp_path / "data"), "--output-dir", str(output)]
-    result = subprocess.run(runner, env=env, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "(span span-2, the newest of 2)" in result.stdout
-    db = mlmd_records.store(str(output / "metadata" / "metadata.db"))
+def test_daily_spans_train_on_a_window_and_a_drifted_span_stops(tmp_path):
+    """Taxi rows as three daily spans, the spec training on the newest two.
 
-    def read_rows() -> list:  # CsvExampleGen's outputs (Transform writes Examples too)
-        return [a for a in db.get_artifacts_by_type("Examples")
-                if os.sep + "CsvExampleGen" + os.sep in a.uri]
-
-    [examples] = read_rows()
-    assert examples.custom_properties["span"].int_value == 2
+    SPAN=1 trains and pushes. The newest span, 2 at first, trains on spans 1 and 2: span 1's
+    Examples come from the store (its ExampleGen ran once, in the first run) and the Trainer
+    warm-starts from span 1's model. Span 3 holds fares in cents: the drift gate stops it
+    before Transform, naming the column, and the served model stays byte for byte. `make
+    predict` on span 3's rows scores them all and reports the fare's skew."""
     import tensorflow as tf
 
-    count = sum(1 for split in ("train", "eval") for _ in tf.data.TFRecordDataset(
-        tf.io.gfile.glob(os.path.join(examples.uri, f"Split-{split}", "*")), "GZIP"))
-    assert count == len(parts[1])
-    result = subprocess.run(runner, env={**env, "SPAN": "1"}, capture_output=True, text=True,
-                            timeout=900)
+    from conftest import tree_hashes
+
+    data = tmp_path / "data"
+    parts = _taxi_spans(data, ["span-1", "span-2"], rows_each=900)
+    output = tmp_path / "out"
+    env = {**os.environ, "OUTPUT_DIR": str(output), "TRAIN_STEPS": "20",
+           "MIN_EVAL_ACCURACY": "0.5", "TF_CPP_MIN_LOG_LEVEL": "2", "WARM_START": "true",
+           "DATASET": _span_spec(tmp_path / "spec")}
+    runner = [sys.executable, os.path.join(REPO_ROOT, "pipeline", "local_runner.py"),
+              "--data-dir", str(data), "--output-dir", str(output)]
+
+    def run(**extra):
+        return subprocess.run(runner, env={**env, **extra}, capture_output=True, text=True,
+                              timeout=900)
+
+    result = run(SPAN="1")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    spans_read = sorted(a.custom_properties["span"].int_value for a in read_rows())
-    assert spans_read == [1, 2]
+    assert "(span span-1 of 2)" in result.stdout
+    db = mlmd_records.store(str(output / "metadata" / "metadata.db"))
+    [span_1] = _inputs(db, "Transform", "examples")
+    assert span_1.custom_properties["span"].int_value == 1
+    count = sum(1 for split in ("train", "eval") for _ in tf.data.TFRecordDataset(
+        tf.io.gfile.glob(os.path.join(span_1.uri, "Split-" + split, "*")), "GZIP"))
+    assert count == len(parts[0])
+    [first_model] = _inputs(db, "Evaluator", "model")
+
+    result = run()
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "(span span-2, the newest of 2)" in result.stdout
+    assert "read 2 spans, span-1, span-2" in result.stdout
+    window = _inputs(db, "Transform", "examples")
+    assert sorted(a.custom_properties["span"].int_value for a in window) == [1, 2]
+    assert span_1.id in {a.id for a in window}  # span 1 read from the store, not again
+    example_gens = [e for e in db.get_executions()
+                    if mlmd_records.node_of(db, e) == "CsvExampleGen"]
+    assert len(example_gens) == 2
+    assert [m.id for m in _inputs(db, "Trainer", "base_model")] == [first_model.id]
+    drift = json.loads((next((output / "pipeline_root" / "DriftGate" / "drift_report").iterdir())
+                        / "drift.json").read_text())
+    assert (drift["span"], drift["previous_span"]) == (2, 1)
+    assert set(drift["columns"]) == {"fare", "company", "trip_seconds"}
+    served = output / "serving_model"
+    before = tree_hashes(served)
+    assert before
+
+    shifted = [dict(r, fare=f"{float(r['fare']) * 100:.2f}") for r in TAXI.read_rows()[1800:2700]]
+    _write(data / "span-3" / "trips.csv", list(shifted[0]), shifted)
+    result = run()
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "span 3 drifted from span 2 on 1 column(s):" in result.stderr
+    assert "fare: Jensen-Shannon divergence 1.0000 > threshold 0.5" in result.stderr
+    states = mlmd_records.latest_run(str(output / "metadata" / "metadata.db")).states
+    assert states["DriftGate"] == "FAILED" and "Trainer" not in states
+    assert tree_hashes(served) == before
+
+    result = subprocess.run([sys.executable, "-m", "pipeline.tools.predict", "--data-dir",
+                             str(data / "span-3"), "--output-dir", str(output)],
+                            env=env, capture_output=True, text=True, timeout=900, cwd=REPO_ROOT)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "fare: Jensen-Shannon divergence 1.0000 from the training rows" in result.stderr
+    [summary_file] = (output / "predictions").glob("*/summary.json")
+    summary = json.loads(summary_file.read_text())
+    assert summary["rows"] == len(shifted) and summary["rejected"] == 0
+    assert summary["skew"]["columns"]["fare"]["past"]
+    assert not summary["skew"]["columns"]["trip_seconds"]["past"]

@@ -383,6 +383,32 @@ def test_warm_start_names_the_layers_a_grown_vocabulary_changed(transformed_data
         warm_start.restore(keras_model, baseline.serving_model_dir)
 
 
+def test_warm_start_matches_a_grown_vocabularys_rows_by_token(transformed_data, baseline):
+    """A new span brought five companies: their rows stay fresh, every known company's row and
+    the out-of-vocabulary rows come from the baseline, moved to the token's new id."""
+    tft_output = tft.TFTransformOutput(transformed_data.transform_dir)
+    training = _plan(transformed_data)
+    sizes = model.category_sizes(transformed_data.spec, tft_output)
+    grown = {**sizes, "company_xf": sizes["company_xf"] + 5}
+    keras_model = training.compiled_model(
+        tft_output, build=lambda: model.build_model(training.config, training.spec, grown))
+    found = warm_start.vocabularies(transformed_data.spec, tft_output)
+    asset, old_tokens = found["company_xf_embedding/embeddings"]
+    tokens = [f"new company {i}" for i in range(5)] + list(reversed(old_tokens))
+    [embedding] = [v for v in keras_model.weights
+                   if v.name.startswith("company_xf_embedding/")]
+    fresh = embedding.numpy()
+    warm_start.restore(keras_model, baseline.serving_model_dir,
+                       {**found, "company_xf_embedding/embeddings": (asset, tokens)})
+    old = warm_start.baseline_weights(baseline.serving_model_dir)[
+        "company_xf_embedding/embeddings"]
+    rows = embedding.numpy()
+    np.testing.assert_array_equal(rows[:5], fresh[:5])
+    for i, token in enumerate(tokens[5:], start=5):
+        np.testing.assert_array_equal(rows[i], old[old_tokens.index(token)])
+    np.testing.assert_array_equal(rows[len(tokens):], old[len(old_tokens):])
+
+
 def test_warm_started_trainer_run(transformed_data, baseline, tmp_path, caplog):
     args = _fn_args(transformed_data, str(tmp_path), 8, per_replica_batch_size=64,
                     warm_start=True, base_model=baseline.serving_model_dir)

@@ -10,20 +10,25 @@ On Kubeflow Pipelines the warm-start model comes from a component that always wr
 artifact (pipeline/components/served_model.py); one marked as holding no model is no base model.
 """
 
+import os
 from typing import Any
 
 from tfx import types
 from tfx.components.trainer import executor as trainer_executor
 from tfx.components.trainer.fn_args_utils import FnArgs
+from tfx.dsl.io import fileio
 from tfx.types import standard_artifact_utils, standard_component_specs
-from tfx.utils import io_utils
+from tfx.utils import io_utils, path_utils
 
-from trainer_module.keys import EVAL_SPLIT
+from trainer_module.feature_signature import TRAINING_STATISTICS_FILE
+from trainer_module.keys import EVAL_SPLIT, STATISTICS_FILE, TRAIN_SPLIT, split_dir
 
 # The Trainer's input with ExampleGen's raw examples.
 RAW_EXAMPLES_KEY = "raw_examples"
 # The custom_config key that carries the raw eval split's file patterns to run_fn.
 RAW_EVAL_FILES_KEY = "raw_eval_files"
+# The Trainer's optional input with StatisticsGen's statistics of the span it trains on.
+STATISTICS_KEY = "statistics"
 # Model custom property: 0 when the artifact holds no model (nothing was served yet).
 HAS_MODEL_KEY = "has_model"
 
@@ -36,7 +41,20 @@ def models_held(artifacts: list[types.Artifact]) -> list[types.Artifact]:
 
 
 class Executor(trainer_executor.GenericExecutor):
-    """GenericExecutor whose FnArgs also name the raw eval examples."""
+    """GenericExecutor whose FnArgs also name the raw eval examples, and which ships the
+    training split's statistics inside the exported model."""
+
+    def Do(self, input_dict: dict[str, list[types.Artifact]],  # noqa: N802 (TFX's name)
+           output_dict: dict[str, list[types.Artifact]], exec_properties: dict[str, Any]) -> None:
+        super().Do(input_dict, output_dict, exec_properties)
+        statistics = input_dict.get(STATISTICS_KEY)
+        if statistics:
+            [model] = output_dict[standard_component_specs.MODEL_KEY]
+            source = os.path.join(statistics[0].uri, split_dir(TRAIN_SPLIT), STATISTICS_FILE)
+            target = os.path.join(path_utils.serving_model_dir(model.uri),
+                                  TRAINING_STATISTICS_FILE)
+            fileio.makedirs(os.path.dirname(target))
+            fileio.copy(source, target, overwrite=True)
 
     def _GetFnArgs(self, input_dict: dict[str, list[types.Artifact]],  # noqa: N802 (TFX's name)
                    output_dict: dict[str, list[types.Artifact]],

@@ -29,6 +29,9 @@ MISSING_STRING = ""
 # Written beside the SavedModel (assets.extra/ travels with every copy and push of it): what
 # the model takes and answers, for callers without the dataset's schema.
 CONTRACT_FILE = "assets.extra/serving_contract.json"
+# The statistics of the rows the model trained on (its newest span's training split, as
+# StatisticsGen wrote them): `make predict` compares scored rows with them.
+TRAINING_STATISTICS_FILE = "assets.extra/training_statistics.pb"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,6 +19,8 @@ TRANSFORM_SIGNATURE = "transform_features"  # serialized tf.Examples in, transfo
 # custom_config keys.
 TRAINER_CONFIG_KEY = "trainer_config"
 DATASET_SPEC_KEY = "dataset_spec"
+# What StatisticsGen writes in each split's folder.
+STATISTICS_FILE = "FeatureStats.pb"
 
 
 def split_dir(split: str) -> str:

@@ -18,6 +18,9 @@ from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.features import CATEGORY, FLOAT, PACKED_NAMES
 from trainer_module.tf_names import tf_name
 
+# The layer of hashed category pairs: its table's size follows the vocabularies' sizes.
+PAIRS_LAYER = "category_pairs_embedding"
+
 # A regression head's (mean, std) of the label; classification heads ignore it.
 NO_SCALE = (0.0, 1.0)
 
@@ -75,7 +78,7 @@ def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
         pairs = PairEmbedding([sizes[name] for name in singles], settings.cross_buckets,
                               settings.cross_dim, regularizer,
                               max_pairs=settings.pairs_per_feature * len(singles),
-                              name="category_pairs_embedding")([inputs[name] for name in singles])
+                              name=PAIRS_LAYER)([inputs[name] for name in singles])
         # Pairs can memorise combinations seen only a few times: the hidden layers' dropout
         # applies to them too.
         if settings.dropout:

@@ -260,7 +260,8 @@ class TrainingPlan:
         keras_model = self.compiled_model(inputs.tf_transform_output, inputs.label_scale,
                                           train_steps=max(self.epochs, epochs) * steps)
         if self.config.training.warm_start and base_model:
-            warm_start.restore(keras_model, base_model)
+            warm_start.restore(keras_model, base_model, warm_start.vocabularies(
+                self.spec, inputs.tf_transform_output))
         keras_model.fit(train, epochs=epochs, steps_per_epoch=steps, verbose=0,
                         callbacks=callbacks(epochs))
         return keras_model, epochs

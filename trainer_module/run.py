@@ -136,7 +136,8 @@ def run_fn(fn_args: FnArgs) -> None:
 
     keras_model = plan.compiled_model(tf_transform_output, label_scale)
     if config.training.warm_start and fn_args.base_model:
-        warm_start.restore(keras_model, fn_args.base_model)
+        warm_start.restore(keras_model, fn_args.base_model,
+                           warm_start.vocabularies(spec, tf_transform_output))
     started = time.monotonic()
     validation_steps = (min(fn_args.eval_steps or plan.validation_steps, plan.validation_steps)
                          if inputs.validation is not None else None)

@@ -18,7 +18,6 @@ from tfx.types import artifact_utils, standard_artifacts
 from trainer_module import keys
 
 ANOMALIES_FILE = "SchemaDiff.pb"  # what ExampleValidator writes in each Split-<name> folder
-STATISTICS_FILE = "FeatureStats.pb"  # what StatisticsGen writes in each Split-<name> folder
 
 
 class DataAnomaliesError(RuntimeError):
@@ -59,7 +58,7 @@ def example_counts(statistics_uri: str, split_names: list[str]) -> dict[str, int
     """Rows per split, as StatisticsGen counted them."""
     counts = {}
     for split in split_names:
-        path = os.path.join(statistics_uri, keys.split_dir(split), STATISTICS_FILE)
+        path = os.path.join(statistics_uri, keys.split_dir(split), keys.STATISTICS_FILE)
         statistics = statistics_pb2.DatasetFeatureStatisticsList()
         statistics.ParseFromString(tf.io.gfile.GFile(path, "rb").read())
         counts[split] = int(sum(d.num_examples for d in statistics.datasets))
@@ -71,7 +70,7 @@ def unlabelled_rows(statistics_uri: str, split_names: list[str],
     """split → label column → examples without a value there (only the non-zero counts)."""
     counts: dict[str, dict[str, int]] = {}
     for split in split_names:
-        path = os.path.join(statistics_uri, keys.split_dir(split), STATISTICS_FILE)
+        path = os.path.join(statistics_uri, keys.split_dir(split), keys.STATISTICS_FILE)
         statistics = statistics_pb2.DatasetFeatureStatisticsList()
         statistics.ParseFromString(tf.io.gfile.GFile(path, "rb").read())
         for dataset in statistics.datasets:

@@ -21,7 +21,6 @@ from tfx.dsl.component.experimental.decorators import component
 from tfx.types import standard_artifacts
 
 from pipeline import drift
-from pipeline.components.anomaly_gate import STATISTICS_FILE
 from pipeline.components.span_resolver import span_of
 from trainer_module import keys
 
@@ -34,7 +33,7 @@ class DataDriftError(RuntimeError):
 
 def _train_statistics(artifact: standard_artifacts.ExampleStatistics):
     return tfdv.load_stats_binary(
-        os.path.join(artifact.uri, keys.split_dir(keys.TRAIN_SPLIT), STATISTICS_FILE))
+        os.path.join(artifact.uri, keys.split_dir(keys.TRAIN_SPLIT), keys.STATISTICS_FILE))
 
 
 def read_drift(uri: str) -> dict:

@@ -1,4 +1,6 @@
-"""The Trainer: TFX's Trainer with one more input, the raw examples of ExampleGen.
+"""The Trainer: TFX's Trainer with more inputs: the raw examples of ExampleGen, and (optional)
+the statistics of the span it trains on, which the executor ships inside the model for
+`make predict`'s skew report.
 
 The export parity gate inside `run_fn` (trainer_module/parity.py) calls the exported model with
 raw eval examples; TFX's TrainerSpec has no input for them, so this spec adds `raw_examples`
@@ -24,7 +26,9 @@ class TrainerSpec(standard_component_specs.TrainerSpec):
     """TFX's TrainerSpec plus `raw_examples`."""
 
     INPUTS = {**standard_component_specs.TrainerSpec.INPUTS,
-              executor.RAW_EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples)}
+              executor.RAW_EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),
+              executor.STATISTICS_KEY: ChannelParameter(
+                  type=standard_artifacts.ExampleStatistics, optional=True)}
 
 
 class Trainer(trainer_component.Trainer):
@@ -38,9 +42,11 @@ class Trainer(trainer_component.Trainer):
                  run_fn: str, train_args: trainer_pb2.TrainArgs,
                  eval_args: trainer_pb2.EvalArgs, custom_config: dict[str, Any],
                  base_model: types.BaseChannel | None = None,
-                 hyperparameters: types.BaseChannel | None = None) -> None:
+                 hyperparameters: types.BaseChannel | None = None,
+                 statistics: types.BaseChannel | None = None) -> None:
         spec = TrainerSpec(
-            examples=examples, raw_examples=raw_examples, transform_graph=transform_graph,
+            examples=examples, raw_examples=raw_examples, statistics=statistics,
+            transform_graph=transform_graph,
             schema=schema, base_model=base_model, hyperparameters=hyperparameters,
             train_args=train_args, eval_args=eval_args,
             run_fn=run_fn, custom_config=json_utils.dumps(custom_config),

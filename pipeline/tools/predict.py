@@ -5,7 +5,9 @@
 Writes <output dir>/predictions/<UTC time>/: for each input file, <file>.csv with its scored
 rows (every input column, then the prediction columns), rejected.csv with the rows that do not
 fit the model's inputs (file, row, reason, then the row), and summary.json (the model version,
-rows scored and rejected per file). The exit code is 1 when any row was rejected.
+rows scored and rejected per file, each column's skew from the training rows and its values the
+model never saw: pipeline/tools/predict_skew.py). Skew and unseen values warn; they never stop
+a row from being scored. The exit code is 1 when any row was rejected.
 """
 
 import argparse
@@ -18,6 +20,8 @@ import time
 from pipeline import console, csv_check
 from pipeline.env_settings import for_output_dir
 from pipeline.pipeline_config import PREDICTIONS_DIR, ConfigError
+from pipeline.tools import predict_skew
+from pipeline.tools.predict_skew import SkewCheck
 
 REJECTED_FILE = "rejected.csv"
 SUMMARY_FILE = "summary.json"
@@ -92,8 +96,9 @@ def run_folder(output_dir: str) -> str:
 
 
 def predict_folder(model_dir: str, data_dir: str, output_dir: str,
-                   delimiter: str | None = None) -> dict:
-    """Scores every CSV file of `data_dir`; returns the summary it writes.
+                   delimiter: str | None = None, check: SkewCheck | None = None) -> dict:
+    """Scores every CSV file of `data_dir`; returns the summary it writes. With `check`, the
+    summary also holds each column's skew from the training rows and its unseen values.
 
     Each file is read (and its scored rows written) with its own delimiter (`file_delimiter`),
     or with `delimiter` when given; a .gz file is decompressed and a byte-order mark dropped.
@@ -128,6 +133,8 @@ def predict_folder(model_dir: str, data_dir: str, output_dir: str,
                                      encoding="utf-8-sig", chunksize=CHUNK_ROWS,
                                      sep=sep)
                 for i, chunk in enumerate(chunks):
+                    if check is not None:
+                        check.add(chunk)
                     predictions, reasons = tool_scoring.score(predictor, chunk)
                     good = chunk.loc[predictions.index].join(predictions)
                     good.to_csv(out_path, mode="w" if i == 0 else "a", header=i == 0,
@@ -147,6 +154,8 @@ def predict_folder(model_dir: str, data_dir: str, output_dir: str,
     summary.update(rows=total, seconds=round(seconds, 3),
                    rows_per_second=round(total / seconds, 1) if seconds else None,
                    rejected=sum(f["rejected"] for f in summary["files"].values()))
+    if check is not None:
+        summary.update(check.summary())
     with open(os.path.join(folder, SUMMARY_FILE), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=2)
     return summary
@@ -172,7 +181,8 @@ def main(argv: list[str]) -> int:
         try:
             model_dir = args.model_dir or latest_pushed_model(config.serving_model_dir)
             summary = predict_folder(model_dir, os.path.abspath(args.data_dir),
-                                     config.output_dir, args.delimiter)
+                                     config.output_dir, args.delimiter,
+                                     SkewCheck(model_dir, config.spec, config.schema))
         except (ConfigError, FileNotFoundError) as e:
             console.error(f"error: {e}")
             return 2
@@ -185,6 +195,13 @@ def main(argv: list[str]) -> int:
 def _report(summary: dict) -> int:
     print(f"Scored {summary['rows'] - summary['rejected']} of {summary['rows']} rows with "
           f"{summary['model']} ({summary['rows_per_second']} rows/s) into {summary['output']}")
+    if "skew" in summary:
+        lines = predict_skew.warnings(summary)
+        if lines:
+            console.error("warning: these rows differ from the training rows (summary.json "
+                          "has every column's figures):\n  " + "\n  ".join(lines))
+        elif not summary["skew"]["compared"]:
+            print(f"Skew not compared: {summary['skew']['why']}")
     if summary["rejected"]:
         console.error(f"{summary['rejected']} rows did not fit the model's inputs and were not "
                       f"scored: see {os.path.join(summary['output'], REJECTED_FILE)}")
