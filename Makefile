@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 # The tfx CLI finds its engines with `pip freeze`: the venv (with pip in it) comes first.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: venv image-venv kfp-local run predict dataset report bench bench-quality figures browser test test-e2e tpu-check schema lint lock clean clean-outputs compile preflight submit image image-tpu
+.PHONY: venv image-venv kfp-local run predict dataset report bench bench-quality figures browser test test-e2e tpu-check schema lint lock clean clean-outputs compile preflight submit schedule schedules unschedule image image-tpu
 
 $(STAMP): requirements.lock pyproject.toml Makefile
 	@test -x $(BIN)/python || { version=$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null); \
@@ -151,6 +151,18 @@ preflight: venv
 # Preflight, compile, then send (DRY_RUN=1 prints the request and sends nothing).
 submit: preflight compile
 	$(BIN)/python -m pipeline.cloud.submit $(CLOUD_ARGS) $(if $(DRY_RUN),--dry-run)
+
+# Runs the compiled pipeline on a schedule: CRON="0 3 * * *" (five fields; on Vertex a
+# TZ=<zone> prefix may lead). DRY_RUN=1 prints the request and sends nothing. `make schedules`
+# lists this pipeline's schedules; `make unschedule ID=<id>` removes one.
+schedule: preflight compile
+	$(BIN)/python -m pipeline.cloud.schedule create $(CLOUD_ARGS) --cron "$(CRON)" $(if $(DRY_RUN),--dry-run)
+
+schedules: venv
+	$(BIN)/python -m pipeline.cloud.schedule list $(CLOUD_ARGS)
+
+unschedule: venv
+	$(BIN)/python -m pipeline.cloud.schedule remove $(CLOUD_ARGS) --id "$(ID)"
 
 image:
 	@test -n "$(PIPELINE_IMAGE)" || { echo "set PIPELINE_IMAGE, e.g. us-docker.pkg.dev/<project>/tfx/taxi-tpu:1.0"; exit 2; }

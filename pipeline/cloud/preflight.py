@@ -324,6 +324,44 @@ def check_endpoint(ctx: Context) -> list[str]:
     return problems
 
 
+def check_spans(ctx: Context) -> list[str]:
+    """The spec's spans fit the backend: CsvExampleGen's compiled pattern has the spec's span
+    layout (a local data dir, as kfp-local runs, also holds it); no window of several spans
+    (it is resolved from ML Metadata by a resolver strategy of the project's own, which
+    neither backend runs: KFP runs no resolvers, kubeflow/pipelines
+    backend/src/v2/compiler/argocompiler/dag.go; TFX's Kubeflow V2 compiler builds only
+    LatestArtifactStrategy and LatestBlessedModelStrategy resolvers,
+    tfx/orchestration/kubeflow/v2/step_builder.py); and CRON, when set, in the backend's
+    form (pipeline/cloud/schedule.py)."""
+    from pipeline import spans
+    from pipeline.cloud import schedule
+
+    config = ctx.cloud.pipeline_config()
+    spec = config.spec
+    problems = []
+    if (spec.window_spans or 1) > 1:
+        problems.append(f"{config.spec_path}: [training] window_spans = {spec.window_spans}: "
+                        f"{ctx.target} cannot resolve older spans from ML Metadata (no "
+                        "span-range resolver runs there); set window_spans = 1 for cloud "
+                        "runs, or train on a window with `make run`")
+    if ctx.cloud.data_source == "csv" and spec.span_layout:
+        pattern = json.dumps(ctx.parameter(names.CSV_EXAMPLE_GEN, "input_config") or "")
+        if spans.FOLDER_PATTERN[spec.span_layout] not in pattern:
+            problems.append(f"CsvExampleGen reads {pattern}, not the spec's "
+                            f"{spec.span_layout} span folders")
+        found = spans.find(ctx.cloud.data_uri)  # a local folder; a gs:// one is not listed
+        if found is None and os.path.isdir(ctx.cloud.data_uri):
+            problems.append(f"data_uri={ctx.cloud.data_uri!r} has no span folders, but the "
+                            f"spec says [spans] layout = {spec.span_layout!r}")
+    cron = os.environ.get("CRON", "")
+    if cron:
+        try:
+            schedule.check_cron(cron, ctx.target)
+        except ConfigError as e:
+            problems.append(str(e))
+    return problems
+
+
 CHECKS: tuple[tuple[str, Callable[[Context], list[str]]], ...] = (
     ("settings", check_settings),
     ("service account", check_service_account),
@@ -334,6 +372,7 @@ CHECKS: tuple[tuple[str, Callable[[Context], list[str]]], ...] = (
     ("image versions", check_image_versions),
     ("cache keys", check_cache_keys),
     ("endpoint", check_endpoint),
+    ("spans", check_spans),
 )
 
 

@@ -24,7 +24,7 @@ from pipeline.cloud.kubeflow_v2_runner import pipeline_file as compiled_file
 from pipeline.pipeline_config import ConfigError
 
 
-def _pipeline_file(cloud: settings.CloudConfig, target: str, path: str | None) -> str:
+def compiled_pipeline_file(cloud: settings.CloudConfig, target: str, path: str | None) -> str:
     path = path or compiled_file(cloud, target)
     if not os.path.isfile(path):
         raise ConfigError(f"pipeline file {path!r} does not exist: run `make compile "
@@ -126,7 +126,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         cloud = settings.load(args.config)
-        pipeline_file = _pipeline_file(cloud, args.target, args.pipeline_file)
+        pipeline_file = compiled_pipeline_file(cloud, args.target, args.pipeline_file)
         if args.target == "vertex":
             job = vertex_job(cloud, pipeline_file, args.dry_run)
             if args.dry_run:
