@@ -20,7 +20,7 @@ from pipeline.cache_keys import file_hash, key_step
 from pipeline.components import eval_metrics
 from pipeline.components.anomaly_gate import AnomalyGate
 from pipeline.components.baseline_resolver import baseline_resolver, latest_blessed_model
-from pipeline.components.drift_gate import DriftGate
+from pipeline.components.drift_validator import DriftValidator
 from pipeline.components.evaluator import Evaluator
 from pipeline.components.example_gen import CsvExampleGen
 from pipeline.components.import_schema_gen import ImportSchemaGen
@@ -298,18 +298,20 @@ def create_pipeline(config: PipelineConfig, target: LocalTarget = LOCAL) -> Pipe
     example_validator = ExampleValidator(
         statistics=statistics_gen.outputs[names.STATISTICS],
         schema=schema_gen.outputs[names.SCHEMA])
-    # Anomalies, and rows without a label, stop the run here, before anything is transformed,
-    # trained or pushed.
+    # Anomalies, rows without a label and drift stop the run here, before anything is
+    # transformed, trained or pushed.
     label_columns = spec.rule.sources if spec.rule else (spec.label,)
+    # Drift from the previous span, recorded by its validator, stops the run at the same gate.
+    drift_nodes = _drift_validator(config, example_gen, statistics_gen, schema_gen)
     anomaly_gate = AnomalyGate(anomalies=example_validator.outputs[names.ANOMALIES],
                                statistics=statistics_gen.outputs[names.STATISTICS],
+                               drift_report=(drift_nodes[-1].outputs[names.DRIFT_REPORT]
+                                             if drift_nodes else None),
                                label_columns=",".join(label_columns),
                                missing_labels=spec.missing_labels)
-    drift_nodes = _drift_gate(config, example_gen, statistics_gen, schema_gen)
     window, window_resolver = _window(config, example_gen)
     transform = _transform(spec, window, schema_gen)
-    for gate in [anomaly_gate, *drift_nodes[1:]]:
-        transform.add_upstream_node(gate)
+    transform.add_upstream_node(anomaly_gate)
     make_trainer, trainer_config = target.trainer(
         {**config.trainer.to_custom_config(), **spec.to_custom_config()})
     # Warm start: the Trainer begins from the latest blessed model. Every run then depends on
@@ -341,8 +343,8 @@ def create_pipeline(config: PipelineConfig, target: LocalTarget = LOCAL) -> Pipe
     )
     pusher = target.pusher(config, trainer.outputs[names.MODEL],
                            evaluator.outputs[names.BLESSING])
-    components = [example_gen, statistics_gen, schema_gen, example_validator, anomaly_gate,
-                  *drift_nodes, *([window_resolver] if window_resolver else []), transform,
+    components = [example_gen, statistics_gen, schema_gen, example_validator, *drift_nodes,
+                  anomaly_gate, *([window_resolver] if window_resolver else []), transform,
                   *([warm_start] if warm_start else []), *([tuner] if tuner else []),
                   trainer, model_resolver, evaluator, pusher,
                   *target.after_push(spec, trainer, evaluator)]
@@ -403,22 +405,23 @@ def _window(config: PipelineConfig, example_gen: Any) -> tuple[Any, Any]:
     return resolver.outputs[names.EXAMPLES], resolver
 
 
-def _drift_gate(config: PipelineConfig, example_gen: Any, statistics_gen: Any,
-                schema_gen: Any) -> list[Any]:
-    """The drift gate between this span's statistics and the previous span's (from the
-    store), with its resolver, when the spec sets thresholds and a previous span exists."""
+def _drift_validator(config: PipelineConfig, example_gen: Any, statistics_gen: Any,
+                     schema_gen: Any) -> list[Any]:
+    """The drift validator of this span's statistics against the previous span's (from the
+    store), after its resolver, when the spec sets thresholds and a previous span exists."""
     if config.previous_span is None or not config.spec.drift_thresholds:
         return []
     previous = span_resolver(names.PREVIOUS_SPAN_RESOLVER, (config.previous_span,),
                              example_gen, statistics_gen)
-    gate = DriftGate(examples=example_gen.outputs[names.EXAMPLES],
-                     statistics=statistics_gen.outputs[names.STATISTICS],
-                     previous_examples=previous.outputs[names.EXAMPLES],
-                     previous_statistics=previous.outputs[names.STATISTICS],
-                     schema=schema_gen.outputs[names.SCHEMA],
-                     thresholds=json.dumps(dict(config.spec.drift_thresholds)),
-                     warn_only=",".join(config.spec.drift_warn_only)).with_id(names.DRIFT_GATE)
-    return [previous, gate]
+    validator = DriftValidator(
+        examples=example_gen.outputs[names.EXAMPLES],
+        statistics=statistics_gen.outputs[names.STATISTICS],
+        previous_examples=previous.outputs[names.EXAMPLES],
+        previous_statistics=previous.outputs[names.STATISTICS],
+        schema=schema_gen.outputs[names.SCHEMA],
+        thresholds=json.dumps(dict(config.spec.drift_thresholds)),
+        warn_only=",".join(config.spec.drift_warn_only)).with_id(names.DRIFT_VALIDATOR)
+    return [previous, validator]
 
 
 def _transform(spec: DatasetSpec, examples: Any, schema_gen: Any) -> Transform:

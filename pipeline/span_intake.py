@@ -12,7 +12,6 @@ import dataclasses
 import os
 
 from ml_metadata.proto import metadata_store_pb2
-from tfx.components.example_gen.utils import SPAN_PROPERTY_NAME
 
 from pipeline import names
 from pipeline.pipeline_config import PipelineConfig
@@ -33,6 +32,9 @@ def stored(config: PipelineConfig) -> set[int]:
     together, in a run and in `read_spans`)."""
     if not os.path.exists(config.metadata_path):
         return set()
+    # TFX's name for the property; its module loads TensorFlow, which a run loads only later.
+    from tfx.components.example_gen.utils import SPAN_PROPERTY_NAME
+
     store = open_store(config.metadata_path)
     node = store.get_context_by_type_and_name(
         "node", f"{config.pipeline_name}.{names.CSV_EXAMPLE_GEN}")

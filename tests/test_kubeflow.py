@@ -74,8 +74,9 @@ def test_compiled_spec_holds_every_component_with_its_dependencies(cloud_env, tm
     assert depends["ExampleValidator"] == {"StatisticsGen", "ImportSchemaGen"}
     assert depends["AnomalyGate"] == {"ExampleValidator", "StatisticsGen"}
     assert depends["Transform"] == {"AnomalyGate", "CsvExampleGen", "ImportSchemaGen"}
-    # The raw examples feed the export parity gate.
-    assert depends["Trainer"] == {"Transform", "ImportSchemaGen", "CsvExampleGen"}
+    # The raw examples feed the export parity gate; the statistics ship inside the model.
+    assert depends["Trainer"] == {"Transform", "ImportSchemaGen", "CsvExampleGen",
+                                  "StatisticsGen"}
     assert {"Trainer", "CsvExampleGen", "baseline_resolver-model-resolver"} <= depends[
         "Evaluator"]
     assert depends["Pusher"] == {"Evaluator", "Trainer"}

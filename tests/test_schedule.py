@@ -84,3 +84,38 @@ def test_kfp_schedule_is_a_recurring_run_sent_to_the_endpoint(cloud_env, tmp_pat
     assert body["display_name"] == "taxi-tpu-schedule"
     assert set(body["pipeline_spec"]["root"]["dag"]["tasks"]) == set(
         json.load(open(path))["pipelineSpec"]["root"]["dag"]["tasks"])
+
+
+class _RecurringRuns(_KfpApi):
+    """The KFP stand-in, also answering the list and delete calls of recurring runs."""
+
+    def do_GET(self):  # noqa: N802
+        if "/recurringruns" not in self.path:
+            return super().do_GET()
+        self.requests.append(("GET", self.path, {}))
+        self._reply({"recurringRuns": [  # the JSON name KFP's API writes
+            {"recurring_run_id": "rr-1", "display_name": "taxi-tpu-schedule",
+             "trigger": {"cron_schedule": {"cron": "0 0 3 * * *"}}, "status": "ENABLED"},
+            {"recurring_run_id": "rr-2", "display_name": "another-pipeline-schedule",
+             "trigger": {"cron_schedule": {"cron": "0 0 4 * * *"}}, "status": "ENABLED"}]})
+
+    def do_DELETE(self):  # noqa: N802
+        self.requests.append(("DELETE", self.path, {}))
+        self._reply({})
+
+
+def test_kfp_schedules_are_listed_for_this_pipeline_and_removed_by_id(cloud_env, capsys):
+    _RecurringRuns.requests = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RecurringRuns)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        host = f"http://127.0.0.1:{server.server_address[1]}"
+        capsys.readouterr()
+        assert schedule.main(["list", "--target", "kfp", "--host", host]) == 0
+        listed = json.loads(capsys.readouterr().out)
+        assert schedule.main(["remove", "--target", "kfp", "--host", host, "--id", "rr-1"]) == 0
+        assert schedule.main(["remove", "--target", "kfp", "--host", host]) == 2
+    finally:
+        server.shutdown()
+    assert [(s["id"], s["cron"]) for s in listed] == [("rr-1", "0 0 3 * * *")]
+    assert ("DELETE", "/apis/v2beta1/recurringruns/rr-1", {}) in _RecurringRuns.requests

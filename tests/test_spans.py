@@ -14,6 +14,7 @@ from dataset_rows import TAXI
 from pipeline import REPO_ROOT, spans
 from pipeline.errors import ConfigError
 from pipeline.pipeline_config import configure
+from pipeline.runs import span_history
 
 
 def _write(path, header: list[str], rows: list[dict[str, str]]) -> None:
@@ -157,8 +158,8 @@ def test_daily_spans_train_on_a_window_and_a_drifted_span_stops(tmp_path):
                     if mlmd_records.node_of(db, e) == "CsvExampleGen"]
     assert len(example_gens) == 2
     assert [m.id for m in _inputs(db, "Trainer", "base_model")] == [first_model.id]
-    drift = json.loads((next((output / "pipeline_root" / "DriftGate" / "drift_report").iterdir())
-                        / "drift.json").read_text())
+    drift = json.loads((next((output / "pipeline_root" / "DriftValidator" / "drift_report"
+                              ).iterdir()) / "drift.json").read_text())
     assert (drift["span"], drift["previous_span"]) == (2, 1)
     assert set(drift["columns"]) == {"fare", "company", "trip_seconds"}
     served = output / "serving_model"
@@ -172,8 +173,14 @@ def test_daily_spans_train_on_a_window_and_a_drifted_span_stops(tmp_path):
     assert "span 3 drifted from span 2 on 1 column(s):" in result.stderr
     assert "fare: Jensen-Shannon divergence 1.0000 > threshold 0.5" in result.stderr
     states = mlmd_records.latest_run(str(output / "metadata" / "metadata.db")).states
-    assert states["DriftGate"] == "FAILED" and "Trainer" not in states
+    assert states["DriftValidator"] == "COMPLETE" and states["AnomalyGate"] == "FAILED"
+    assert "Trainer" not in states
     assert tree_hashes(served) == before
+    # The stopped span's figures stay in the store, for the report's picture.
+    history = span_history.read(str(output / "metadata" / "metadata.db"), "spec-tpu",
+                                "binary_accuracy")
+    assert sorted(history.drift) == [2, 3] and history.drift[3]["fare"][0] > 0.999
+    assert [span for span, _ in history.blessed] == [1, 2]
 
     result = subprocess.run([sys.executable, "-m", "pipeline.tools.predict", "--data-dir",
                              str(data / "span-3"), "--output-dir", str(output)],

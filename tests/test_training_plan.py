@@ -370,13 +370,18 @@ def test_warm_start_loads_the_baselines_weights_before_the_first_step(transforme
         np.testing.assert_array_equal(variable.numpy(), expected[variable.name.split(":")[0]])
 
 
-def test_warm_start_names_the_layers_a_grown_vocabulary_changed(transformed_data, baseline):
+def _grown_model(transformed_data) -> tuple:
+    """The Transform output and a model whose company vocabulary has five more tokens."""
     tft_output = tft.TFTransformOutput(transformed_data.transform_dir)
     training = _plan(transformed_data)
     sizes = model.category_sizes(transformed_data.spec, tft_output)
     grown = {**sizes, "company_xf": sizes["company_xf"] + 5}
-    keras_model = training.compiled_model(
+    return tft_output, training.compiled_model(
         tft_output, build=lambda: model.build_model(training.config, training.spec, grown))
+
+
+def test_warm_start_names_the_layers_a_grown_vocabulary_changed(transformed_data, baseline):
+    _, keras_model = _grown_model(transformed_data)
     with pytest.raises(warm_start.WarmStartError,
                        match=r"company_xf_embedding/embeddings is \[\d+, 4\] in the baseline, "
                              r"\[\d+, 4\] now.*set warm_start=false"):
@@ -386,12 +391,7 @@ def test_warm_start_names_the_layers_a_grown_vocabulary_changed(transformed_data
 def test_warm_start_matches_a_grown_vocabularys_rows_by_token(transformed_data, baseline):
     """A new span brought five companies: their rows stay fresh, every known company's row and
     the out-of-vocabulary rows come from the baseline, moved to the token's new id."""
-    tft_output = tft.TFTransformOutput(transformed_data.transform_dir)
-    training = _plan(transformed_data)
-    sizes = model.category_sizes(transformed_data.spec, tft_output)
-    grown = {**sizes, "company_xf": sizes["company_xf"] + 5}
-    keras_model = training.compiled_model(
-        tft_output, build=lambda: model.build_model(training.config, training.spec, grown))
+    tft_output, keras_model = _grown_model(transformed_data)
     found = warm_start.vocabularies(transformed_data.spec, tft_output)
     asset, old_tokens = found["company_xf_embedding/embeddings"]
     tokens = [f"new company {i}" for i in range(5)] + list(reversed(old_tokens))

@@ -170,10 +170,7 @@ def create(cloud: settings.CloudConfig, target: str, cron: str, dry_run: bool,
 def _kfp_client(host: str):
     import kfp
 
-    if not host:
-        raise ConfigError("no Kubeflow Pipelines endpoint: pass --host or set kfp_host "
-                          "(KFP_HOST), e.g. http://localhost:8080")
-    return kfp.Client(host=host)
+    return kfp.Client(host=submit.kfp_host(host))
 
 
 def listed(cloud: settings.CloudConfig, target: str, host: str = "") -> list[dict[str, str]]:

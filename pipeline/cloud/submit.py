@@ -89,6 +89,18 @@ def kfp_run_request(client, cloud: settings.CloudConfig, package: str, experimen
         service_account=cloud.kfp_service_account or None)
 
 
+def kfp_host(host: str) -> str:
+    """The Kubeflow Pipelines endpoint, when one is given.
+
+    Raises:
+      ConfigError: none is.
+    """
+    if not host:
+        raise ConfigError("no Kubeflow Pipelines endpoint: pass --host or set kfp_host "
+                          "(KFP_HOST), e.g. http://localhost:8080")
+    return host
+
+
 def submit_kfp(cloud: settings.CloudConfig, pipeline_file: str, host: str,
                experiment: str, dry_run: bool) -> dict[str, Any]:
     import kfp
@@ -136,10 +148,7 @@ def main(argv: list[str]) -> int:
                        network=cloud.network or None)
             print(f"Submitted {job.resource_name}")
             return 0
-        host = args.host or cloud.kfp_host
-        if not host:
-            raise ConfigError("no Kubeflow Pipelines endpoint: pass --host or set kfp_host "
-                              "(KFP_HOST), e.g. http://localhost:8080")
+        host = kfp_host(args.host or cloud.kfp_host)
         report = submit_kfp(cloud, pipeline_file, host, args.experiment, args.dry_run)
         print(json.dumps(report, indent=2, default=str))
         return 0

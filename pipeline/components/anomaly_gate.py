@@ -1,4 +1,4 @@
-"""AnomalyGate: stops the run when ExampleValidator found anomalies.
+"""AnomalyGate: stops the run when ExampleValidator found anomalies, or DriftValidator drift.
 
 ExampleValidator only records anomalies; a pipeline that goes on trains and ships a model on
 bad data. This component sits between ExampleValidator and Transform: any anomaly in any split,
@@ -15,6 +15,8 @@ from tfx.dsl.component.experimental.annotations import InputArtifact, Parameter
 from tfx.dsl.component.experimental.decorators import component
 from tfx.types import artifact_utils, standard_artifacts
 
+from pipeline import drift
+from pipeline.components import drift_validator
 from trainer_module import keys
 
 ANOMALIES_FILE = "SchemaDiff.pb"  # what ExampleValidator writes in each Split-<name> folder
@@ -22,6 +24,19 @@ ANOMALIES_FILE = "SchemaDiff.pb"  # what ExampleValidator writes in each Split-<
 
 class DataAnomaliesError(RuntimeError):
     """The data does not match the curated schema."""
+
+
+class DataDriftError(RuntimeError):
+    """A span's values moved past a threshold from the previous span's."""
+
+
+def drifted(drift_uri: str) -> tuple[dict, list[drift.Distance]]:
+    """What DriftValidator wrote, and the columns past their threshold that may stop a run
+    (not warn_only)."""
+    report = drift_validator.read_drift(drift_uri)
+    return report, [drift.Distance(column, v["distance"], v["threshold"], v["method"])
+                    for column, v in sorted(report["columns"].items())
+                    if v["past"] and not v["warn_only"]]
 
 
 def describe_anomalies(anomalies_uri: str, split_names: list[str]) -> list[str]:
@@ -92,12 +107,14 @@ def unlabelled_rows(statistics_uri: str, split_names: list[str],
 def AnomalyGate(
     anomalies: InputArtifact[standard_artifacts.ExampleAnomalies],
     statistics: InputArtifact[standard_artifacts.ExampleStatistics],
+    drift_report: InputArtifact[standard_artifacts.ExampleAnomalies] = None,
     label_columns: Parameter[str] = "",
     missing_labels: Parameter[str] = "stop",
     code_version: Parameter[str] = "",
 ) -> None:
-    """Fails when the anomalies artifact holds any anomaly, a split has no examples, or (unless
-    the dataset spec drops them) rows have no label.
+    """Fails when the anomalies artifact holds any anomaly, a split has no examples, (unless
+    the dataset spec drops them) rows have no label, or a column drifted past its threshold
+    from the previous span (`drift_report`, DriftValidator's, when the run has one).
 
     label_columns: the raw columns the label is made from, comma-separated.
     missing_labels: the spec's [label] missing: 'stop' or 'drop'.
@@ -123,3 +140,12 @@ def AnomalyGate(
             + "\nFix the data, or, if the data is right and the schema is out of date, update "
             "the dataset's schema.pbtxt (`make schema` shows what TFDV infers now)."
         )
+    if drift_report is not None:
+        report, stopped = drifted(drift_report.uri)
+        if stopped:
+            raise DataDriftError(
+                f"span {report['span']} drifted from span {report['previous_span']} on "
+                f"{len(stopped)} column(s):\n  " + "\n  ".join(d.describe() for d in stopped)
+                + "\nNothing was trained or pushed. If the data is wrong, fix the span and run "
+                "again; if the change is real, raise the column's threshold under [drift] "
+                "thresholds in the dataset's spec.toml, or list it under [drift] warn_only.")

@@ -22,7 +22,7 @@ from typing import Any
 from pipeline import names
 from pipeline.env_settings import from_env
 from pipeline.pipeline_config import ConfigError, PipelineConfig, configure
-from pipeline.runs import eval_results, run_summary
+from pipeline.runs import eval_results, run_summary, span_history
 from trainer_module import keys
 
 REPORT_DIR = "report"
@@ -83,6 +83,7 @@ class ReportData:
     training: Any = None  # the Trainer's early_stopping.TrainingRecord (None: not recorded)
     # split → datetime column → present values that did not parse (counted as missing)
     unparseable: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    spans: span_history.SpanHistory | None = None  # drift and blessed metric by span
 
 
 class ReportError(RuntimeError):
@@ -236,6 +237,9 @@ def collect(config: PipelineConfig) -> ReportData:
         card=card,
         training=training,
         unparseable=unparseable,
+        spans=span_history.read(config.metadata_path, config.pipeline_name,
+                                config.spec.task_info.metrics[
+                                    config.spec.task_info.headline].tfma_name),
     )
 
 
@@ -346,6 +350,46 @@ def plot_slices(evaluation: Evaluation, metric: str, path: str, unit_range: bool
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
+
+
+def plot_spans(history: span_history.SpanHistory, metric: str, path: str) -> None:
+    """Left: each column's drift from the previous span, as a share of its threshold (past 1
+    stops the run). Right: the headline metric of each blessed model by its span."""
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.6))
+    spans = sorted(history.drift)
+    for column in sorted({c for d in history.drift.values() for c in d}):
+        points = [(s, history.drift[s][column]) for s in spans if column in history.drift[s]]
+        left.plot([s for s, _ in points], [d / t for _, (d, t) in points], marker="o",
+                  label=column)
+    left.axhline(1.0, color="#d1242f", linestyle="--", label="threshold")
+    left.set_xlabel("span")
+    left.set_ylabel("distance / threshold")
+    left.set_title("drift from the previous span")
+    left.legend(fontsize=7, ncol=2)
+    if history.blessed:
+        right.plot(*zip(*history.blessed, strict=True), marker="o", color="#1f6feb")
+    right.set_xlabel("span evaluated on")
+    right.set_title(f"blessed models' {metric}")
+    for ax in (left, right):
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def _spans_section(data: ReportData, image: str | None) -> str:
+    history = data.spans
+    if history is None or not (history.drift or history.blessed):
+        return "<p>One span so far: nothing to compare across spans.</p>"
+    columns = sorted({c for d in history.drift.values() for c in d})
+    rows = [[span, *(f"{d[c][0]:.4f} / {d[c][1]:g}" if c in d else "" for c in columns)]
+            for span, d in sorted(history.drift.items())]
+    return ((f'<img src="{image}" alt="drift and blessed metric by span">' if image else "")
+            + "<p>Drift from the previous span (distance / threshold):</p>"
+            + _table("drift", ["span", *columns], rows)
+            + _table("blessed-by-span", ["span", "metric"],
+                     [[s, _num(v)] for s, v in history.blessed]))
 
 
 def plot_durations(summary: run_summary.RunSummary, path: str) -> None:
@@ -572,6 +616,7 @@ def render(data: ReportData, images: dict[str, str]) -> str:
         ("Training (Trainer's TensorBoard logs)",
          _training_section(data, images.get("training"))),
         ("Evaluation (Evaluator)", _evaluation_section(data, images.get("slices"))),
+        ("Spans (DriftValidator, blessed models)", _spans_section(data, images.get("spans"))),
         ("Component durations (MLMD)",
          f'<img src="{images["durations"]}" alt="component durations">'
          + _table("durations", ["component", "state", "seconds"], durations)),
@@ -605,7 +650,10 @@ def write_report(config: PipelineConfig) -> str:
         images["slices"] = "slices.png"
         plot_slices(data.evaluation, headline, os.path.join(out, images["slices"]),
                     unit_range=task.metrics[task.headline].higher_is_better)
-    for stale in {"training.png", "slices.png"} - set(images.values()):
+    if data.spans and (data.spans.drift or data.spans.blessed):
+        images["spans"] = "spans.png"
+        plot_spans(data.spans, headline, os.path.join(out, images["spans"]))
+    for stale in {"training.png", "slices.png", "spans.png"} - set(images.values()):
         if os.path.exists(os.path.join(out, stale)):
             os.remove(os.path.join(out, stale))
     page = os.path.join(out, "index.html")

@@ -644,7 +644,7 @@ def csv_statistics(data_dir: str, names: list[str], gaps: list[int], dialect: Di
                 lines = parts | "AllSpans" >> beam.Flatten()
             else:
                 lines = read(p, "", spans.data_files(data_dir))
-                parts = lines | "Halves" >> beam.Partition(_half, 2)
+                parts = list(lines | "Halves" >> beam.Partition(_half, 2))
             write(lines, "", os.path.join(work, "all"))
             for i, part in enumerate(parts):
                 write(part, f"Part{i}", os.path.join(work, f"part-{i}"))
