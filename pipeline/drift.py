@@ -11,7 +11,6 @@ previous_statistics=...)`, the drift gate) and scored rows against the model's t
 import dataclasses
 from collections.abc import Mapping
 
-import tensorflow_data_validation as tfdv
 from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2, statistics_pb2
 
 DRIFT, SKEW = "drift", "skew"
@@ -62,6 +61,8 @@ def distances(statistics: statistics_pb2.DatasetFeatureStatisticsList,
               thresholds: Mapping[str, float], kind: str) -> list[Distance]:
     """Each thresholded column's distance from `other` (the previous span's statistics for
     DRIFT, the training rows' for SKEW) to `statistics`, by column name."""
+    import tensorflow_data_validation as tfdv  # loads TensorFlow: only when comparing
+
     with_comparators = comparator_schema(schema, thresholds, kind)
     if kind == DRIFT:
         anomalies = tfdv.validate_statistics(statistics, with_comparators,

@@ -18,6 +18,7 @@ from absl import logging
 from tfx.dsl.component.experimental.annotations import InputArtifact, OutputArtifact, Parameter
 from tfx.dsl.component.experimental.decorators import component
 from tfx.types import standard_artifacts
+from tfx.utils import io_utils
 
 from pipeline import drift
 from pipeline.components.span_resolver import span_of
@@ -60,7 +61,8 @@ def DriftValidator(
     del code_version
     limits = json.loads(thresholds)
     relaxed = {c for c in warn_only.split(",") if c}
-    schema_proto = tfdv.load_schema_text(os.path.join(schema.uri, "schema.pbtxt"))
+    # ImportSchemaGen's one file.
+    schema_proto = tfdv.load_schema_text(io_utils.get_only_uri_in_dir(schema.uri))
     found = drift.distances(_train_statistics(statistics), _train_statistics(previous_statistics),
                             schema_proto, limits, drift.DRIFT)
     span, previous = span_of(examples), span_of(previous_examples)

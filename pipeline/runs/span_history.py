@@ -3,13 +3,11 @@ reports), and the headline metric of every blessed model with the span it was ev
 The report draws both (pipeline/runs/report.py)."""
 
 import dataclasses
-import json
 import os
 
 from ml_metadata.proto import metadata_store_pb2
 
 from pipeline import names
-from pipeline.components.drift_validator import DRIFT_FILE
 from pipeline.runs import eval_results
 from pipeline.runs.run_summary import node_id_of, open_store
 
@@ -27,6 +25,9 @@ class SpanHistory:
 
 def read(metadata_path: str, pipeline_name: str, metric: str) -> SpanHistory:
     """The drift reports and blessed models of `pipeline_name`'s runs."""
+    # Loads TensorFlow: only once there is a run to read.
+    from pipeline.components.drift_validator import DRIFT_FILE, read_drift
+
     store = open_store(metadata_path)
     pipeline = store.get_context_by_type_and_name("pipeline", pipeline_name)
     if pipeline is None:
@@ -46,10 +47,8 @@ def read(metadata_path: str, pipeline_name: str, metric: str) -> SpanHistory:
 
         if node == names.DRIFT_VALIDATOR:
             for report in of(metadata_store_pb2.Event.OUTPUT, names.DRIFT_REPORT):
-                path = os.path.join(report.uri, DRIFT_FILE)
-                if os.path.exists(path):
-                    with open(path, encoding="utf-8") as f:
-                        found = json.load(f)
+                if os.path.exists(os.path.join(report.uri, DRIFT_FILE)):
+                    found = read_drift(report.uri)
                     drift[found["span"]] = {c: (v["distance"], v["threshold"])
                                             for c, v in found["columns"].items()}
             continue
