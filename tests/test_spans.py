@@ -192,3 +192,9 @@ def test_daily_spans_train_on_a_window_and_a_drifted_span_stops(tmp_path):
     assert summary["rows"] == len(shifted) and summary["rejected"] == 0
     assert summary["skew"]["columns"]["fare"]["past"]
     assert not summary["skew"]["columns"]["trip_seconds"]["past"]
+
+
+def test_the_report_draws_spans_only_when_there_are_several():
+    flat = span_history.SpanHistory({}, [(0, 0.81), (0, 0.82)])  # a flat folder: span 0
+    daily = span_history.SpanHistory({2: {"fare": (0.1, 0.5)}}, [(1, 0.81)])
+    assert not flat.several_spans and daily.several_spans

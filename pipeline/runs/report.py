@@ -380,7 +380,7 @@ def plot_spans(history: span_history.SpanHistory, metric: str, path: str) -> Non
 
 def _spans_section(data: ReportData, image: str | None) -> str:
     history = data.spans
-    if history is None or not (history.drift or history.blessed):
+    if history is None or not history.several_spans:
         return "<p>One span so far: nothing to compare across spans.</p>"
     columns = sorted({c for d in history.drift.values() for c in d})
     rows = [[span, *(f"{d[c][0]:.4f} / {d[c][1]:g}" if c in d else "" for c in columns)]
@@ -650,7 +650,7 @@ def write_report(config: PipelineConfig) -> str:
         images["slices"] = "slices.png"
         plot_slices(data.evaluation, headline, os.path.join(out, images["slices"]),
                     unit_range=task.metrics[task.headline].higher_is_better)
-    if data.spans and (data.spans.drift or data.spans.blessed):
+    if data.spans and data.spans.several_spans:
         images["spans"] = "spans.png"
         plot_spans(data.spans, headline, os.path.join(out, images["spans"]))
     for stale in {"training.png", "slices.png", "spans.png"} - set(images.values()):

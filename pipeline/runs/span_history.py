@@ -22,6 +22,11 @@ class SpanHistory:
     drift: dict[int, dict[str, tuple[float, float]]]
     blessed: list[tuple[int, float]]
 
+    @property
+    def several_spans(self) -> bool:
+        """More than one span was read: a flat folder's runs are all span 0."""
+        return len(set(self.drift) | {span for span, _ in self.blessed}) > 1
+
 
 def read(metadata_path: str, pipeline_name: str, metric: str) -> SpanHistory:
     """The drift reports and blessed models of `pipeline_name`'s runs."""
