@@ -27,6 +27,7 @@ from pipeline.components.import_schema_gen import ImportSchemaGen
 from pipeline.components.pusher import StagedPusher
 from pipeline.components.served_model import served_model
 from pipeline.components.span_resolver import span_resolver
+from pipeline.components.span_window import SpanWindow
 from pipeline.components.trainer import Trainer
 from pipeline.pipeline_config import REPO_ROOT, ConfigError, PipelineConfig, is_remote
 from trainer_module import keys, tf_names
@@ -396,9 +397,18 @@ def _example_gen(config: PipelineConfig) -> Any:
 
 
 def _window(config: PipelineConfig, example_gen: Any) -> tuple[Any, Any]:
-    """Transform's examples, and the resolver node that gives them: this span's, or with
+    """Transform's examples, and the node that gives them: this span's, or with
     `[training] window_spans` > 1 the newest spans up to it, the older ones from the store
-    (their ExampleGen does not run again)."""
+    (their ExampleGen does not run again). With the spans listed here, a resolver finds them
+    in ML Metadata; with spans only found where the run happens (a gs:// data dir, on backends
+    that run no span resolver), SpanWindow copies them from its own record of each span's
+    Examples."""
+    spans = config.spec.window_spans or 1
+    if config.spans is None and config.span_pattern and spans > 1 and not config.bigquery_query:
+        window = SpanWindow(examples=example_gen.outputs[names.EXAMPLES],
+                            store=config.span_examples_store,
+                            window_spans=spans).with_id(names.SPAN_WINDOW)
+        return window.outputs["window"], window
     if len(config.window) <= 1:
         return example_gen.outputs[names.EXAMPLES], None
     resolver = span_resolver(names.WINDOW_RESOLVER, config.window, example_gen)
@@ -407,21 +417,30 @@ def _window(config: PipelineConfig, example_gen: Any) -> tuple[Any, Any]:
 
 def _drift_validator(config: PipelineConfig, example_gen: Any, statistics_gen: Any,
                      schema_gen: Any) -> list[Any]:
-    """The drift validator of this span's statistics against the previous span's (from the
-    store), after its resolver, when the spec sets thresholds and a previous span exists."""
-    if config.previous_span is None or not config.spec.drift_thresholds:
+    """The drift validator of this span's statistics against the previous span's, when the
+    spec sets thresholds. With the spans listed here, the previous span's statistics come from
+    ML Metadata through a resolver (none when this is the first span); with spans only found
+    where the run happens (a gs:// data dir, resolved by TFX at run time, on backends that run
+    no span resolver), from the validator's own statistics store in the pipeline root."""
+    if (not config.spec.drift_thresholds or not config.span_pattern
+            or config.bigquery_query):
+        return []
+    measures = {"examples": example_gen.outputs[names.EXAMPLES],
+                "statistics": statistics_gen.outputs[names.STATISTICS],
+                "schema": schema_gen.outputs[names.SCHEMA],
+                "thresholds": json.dumps(dict(config.spec.drift_thresholds)),
+                "warn_only": ",".join(config.spec.drift_warn_only)}
+    if config.spans is None:
+        return [DriftValidator(**measures, statistics_store=config.span_statistics_store
+                               ).with_id(names.DRIFT_VALIDATOR)]
+    if config.previous_span is None:
         return []
     previous = span_resolver(names.PREVIOUS_SPAN_RESOLVER, (config.previous_span,),
                              example_gen, statistics_gen)
-    validator = DriftValidator(
-        examples=example_gen.outputs[names.EXAMPLES],
-        statistics=statistics_gen.outputs[names.STATISTICS],
-        previous_examples=previous.outputs[names.EXAMPLES],
-        previous_statistics=previous.outputs[names.STATISTICS],
-        schema=schema_gen.outputs[names.SCHEMA],
-        thresholds=json.dumps(dict(config.spec.drift_thresholds)),
-        warn_only=",".join(config.spec.drift_warn_only)).with_id(names.DRIFT_VALIDATOR)
-    return [previous, validator]
+    return [previous, DriftValidator(**measures,
+                                     previous_examples=previous.outputs[names.EXAMPLES],
+                                     previous_statistics=previous.outputs[names.STATISTICS]
+                                     ).with_id(names.DRIFT_VALIDATOR)]
 
 
 def _transform(spec: DatasetSpec, examples: Any, schema_gen: Any) -> Transform:

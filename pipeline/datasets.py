@@ -9,6 +9,7 @@ name the file, the key, the value and the expected form.
 import json
 import os
 import re
+import textwrap
 
 from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2
@@ -27,6 +28,8 @@ DEFAULT_DATASET = "taxi"
 # caches by it, and the serving dir has a folder per pipeline.
 PIPELINE_NAME_SUFFIX = "-tpu"
 # A dataset's name becomes part of its pipeline's name, which Kubeflow and Vertex restrict.
+# The widest comment line a written spec holds, after its "# ".
+COMMENT_WIDTH = 96
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,60}$")
 
 
@@ -134,25 +137,28 @@ def spec_text(values: dict, notes: dict[str, list[str]] | None = None,
 
     Args:
       values: the spec's tables (label, features, evaluation, training, model, csv, spans,
-        drift); `name`
-        is the folder's, not written.
-      notes: comment lines to write before a key or a table, by its dotted path
-        (e.g. "training.epochs", "evaluation.thresholds.accuracy", "csv").
+        drift); `name` is the folder's, not written.
+      notes: comments to write before a key or a table, by its dotted path (e.g.
+        "training.epochs", "evaluation.thresholds.accuracy", "csv"), each wrapped to
+        COMMENT_WIDTH.
       header: comment lines at the top of the file.
 
     Returns:
       The TOML text.
     """
-    notes = notes or {}
     lines = [f"# {line}" for line in header or []]
 
+    def comments(path: str) -> list[str]:
+        return [f"# {line}" for note in (notes or {}).get(path, [])
+                for line in textwrap.wrap(note, COMMENT_WIDTH) or [""]]
+
     def table(path: str, entries: dict) -> None:
-        lines.extend(["", *(f"# {n}" for n in notes.get(path, [])), f"[{path}]"])
+        lines.extend(["", *comments(path), f"[{path}]"])
         for key, value in entries.items():
             if isinstance(value, dict) and key == "thresholds" and path in ("evaluation",
                                                                             "drift"):
                 continue
-            lines.extend(f"# {n}" for n in notes.get(f"{path}.{key}", []))
+            lines.extend(comments(f"{path}.{key}"))
             lines.append(f"{_toml_key(key)} = {_toml(value)}")
 
     table("label", values["label"])

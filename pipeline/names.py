@@ -21,6 +21,7 @@ BASELINE_RESOLVER = "baseline_resolver"
 WARM_START_RESOLVER = "warm_start_resolver"
 WINDOW_RESOLVER = "window_resolver"  # the window's older spans' Examples, from the store
 PREVIOUS_SPAN_RESOLVER = "previous_span_resolver"  # the previous span's statistics
+SPAN_WINDOW = "SpanWindow"  # the window's Examples where no resolver runs (compiled specs)
 EVALUATOR = "Evaluator"
 PUSHER = "Pusher"
 PREDICT_EXAMPLE_GEN = "PredictExampleGen"  # new rows to score (optional)

@@ -36,6 +36,10 @@ DEFAULT_DATA_DIR = datasets.shipped_data_dir(DEFAULT_DATASET)
 PIPELINE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,127}$")
 # Under the output dir: artifacts, the ML Metadata store, pushed models.
 PIPELINE_ROOT_DIR = "pipeline_root"
+# Under the pipeline root, for runs whose older spans no resolver can find (compiled specs):
+# each span's training statistics, for the drift gate (pipeline/components/drift_validator.py),
+# and a record of each span's Examples, for the window (pipeline/components/span_window.py).
+SPAN_STORE_DIR = "span-store"
 METADATA_FILE = os.path.join("metadata", "metadata.db")
 SERVING_DIR = "serving_model"
 PREDICTIONS_DIR = "predictions"  # make predict: one folder per run
@@ -166,6 +170,14 @@ class PipelineConfig:
     @property
     def pipeline_root(self) -> str:
         return os.path.join(self.output_dir, PIPELINE_ROOT_DIR)
+
+    @property
+    def span_statistics_store(self) -> str:
+        return os.path.join(self.pipeline_root, SPAN_STORE_DIR, "statistics")
+
+    @property
+    def span_examples_store(self) -> str:
+        return os.path.join(self.pipeline_root, SPAN_STORE_DIR, "examples")
 
     @property
     def metadata_path(self) -> str:

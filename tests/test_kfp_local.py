@@ -19,6 +19,7 @@ import kfp
 import numpy as np
 import pytest
 
+from pipeline import datasets, names
 from pipeline.cloud import kfp_local, kubeflow_v2_runner
 from pipeline.pipeline_config import LOCK_FILE, REPO_ROOT
 from trainer_module import keys
@@ -154,8 +155,27 @@ def _evaluation(run_output: Path) -> dict[str, float]:
 
 def _make_kfp_local(output: Path, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(["make", "--no-print-directory", "kfp-local", f"OUTPUT_DIR={output}"],
-                          cwd=REPO_ROOT, env={**os.environ, "DATASET": "penguins", **env},
+                          cwd=REPO_ROOT, env={**os.environ, "DATASET": DAILY, **env},
                           capture_output=True, text=True, timeout=1800)
+
+
+def _output_uri(summary: dict, task: str, key: str) -> str:
+    [uri] = next(t for t in summary["tasks"] if t["task"] == task)["outputs"][key]
+    return uri
+
+
+def _window(summary: dict) -> str:
+    """The spans SpanWindow gave Transform."""
+    [window] = _task_output(summary, names.SPAN_WINDOW)["artifacts"]["window"]["artifacts"]
+    return window["metadata"]["window"]
+
+
+def _span(summary: dict) -> int:
+    """The span CsvExampleGen recorded on its Examples (a custom property; TFX's Kubeflow V2
+    entrypoint writes it as "custom:span", Examples having a `span` property too)."""
+    [examples] = _task_output(summary, names.CSV_EXAMPLE_GEN)["artifacts"][names.EXAMPLES][
+        "artifacts"]
+    return int(examples["metadata"]["custom:span"])
 
 
 def _task_output(summary: dict, task: str) -> dict:
@@ -165,24 +185,34 @@ def _task_output(summary: dict, task: str) -> dict:
         return json.load(f)
 
 
-# Two runs on 140 eval rows differ by a row or two (threads reorder float sums); 0.03 is 4 rows.
-ACCURACY_TOLERANCE = 0.03
+# The shipped penguins as two spans (data/penguins-daily/README.md).
+DAILY = "penguins-daily"
+# Two runs on span 1's eval rows differ by a row or two (threads reorder float sums).
+ACCURACY_TOLERANCE = 0.05
 
 
 @pytest.mark.e2e
 def test_make_kfp_local_runs_the_compiled_spec_as_kubeflow_would(tmp_path):
-    """`make run` and `make kfp-local` on penguins: every task of the compiled spec ends well
-    in the image's packages, the metrics agree, the pushed model serves raw rows, the Vertex
-    Trainer's CustomJob runs its own command on the CPU, and a second run starts from and is
-    compared with the model the first one pushed."""
+    """`make run` and `make kfp-local` on the penguins' span 1: every task of the compiled spec
+    ends well in the image's packages, the metrics agree, the pushed model serves raw rows, the
+    Vertex Trainer's CustomJob runs its own command on the CPU. Then span 2 lands: the second
+    run reads the newest span, compares it with span 1's statistics and trains on both spans
+    (span 1 from the span store, as no resolver runs on KFP), starts from and is compared with
+    the model the first one pushed."""
+    import shutil
+
     import tensorflow as tf
 
     from dataset_rows import PENGUINS, write_csv
+    from pipeline.components import drift_validator
 
+    shipped = Path(REPO_ROOT, "data", DAILY)
+    data = tmp_path / "data"
+    shutil.copytree(shipped / "span-1", data / "span-1")
     reference = tmp_path / "run"
     made = subprocess.run(
         [sys.executable, os.path.join(REPO_ROOT, "pipeline", "local_runner.py"),
-         "--dataset", "penguins", "--output-dir", str(reference)],
+         "--dataset", DAILY, "--data-dir", str(data), "--output-dir", str(reference)],
         env={**os.environ, "TRAIN_STEPS": ""}, capture_output=True, text=True, timeout=900)
     assert made.returncode == 0, made.stderr[-3000:]
 
@@ -193,7 +223,8 @@ def test_make_kfp_local_runs_the_compiled_spec_as_kubeflow_would(tmp_path):
                 for r in PENGUINS.read_rows(30)]
     (bucket / "new-rows").mkdir(parents=True)
     write_csv(bucket / "new-rows" / "rows.csv", new_rows)
-    first = _make_kfp_local(output, BATCH_PREDICT_URI="gs://kfp-local/new-rows")
+    first = _make_kfp_local(output, DATA_DIR=str(data),
+                            BATCH_PREDICT_URI="gs://kfp-local/new-rows")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     summary = json.loads((output / "kfp-local.json").read_text())
     with open(summary["spec"], encoding="utf-8") as f:
@@ -203,6 +234,12 @@ def test_make_kfp_local_runs_the_compiled_spec_as_kubeflow_would(tmp_path):
     assert {t["exit_code"] for t in summary["tasks"]} == {0}
     assert kfp_local.sha256(summary["spec"]) == summary["sha256"]
     assert summary["sha256"] in first.stdout
+    assert _span(summary) == 1
+    first_drift = drift_validator.read_drift(_output_uri(summary, names.DRIFT_VALIDATOR,
+                                                         names.DRIFT_REPORT))
+    assert first_drift["previous_span"] is None and first_drift["columns"] == {}, first_drift
+    assert "drift is measured from the next span on" in first_drift["note"]
+    assert _window(summary) == "1"  # window_spans = 2, but no earlier span is filed yet
 
     # Nothing was served before: no baseline, and the first blessing compares with none.
     [empty] = _task_output(summary, "baseline_resolver")["artifacts"]["model"]["artifacts"]
@@ -215,7 +252,7 @@ def test_make_kfp_local_runs_the_compiled_spec_as_kubeflow_would(tmp_path):
     got = summary["metrics"]["sparse_categorical_accuracy"]
     assert abs(got - expected) <= ACCURACY_TOLERANCE, (got, expected)
 
-    serving = bucket / "penguins-tpu" / "serving_model" / "penguins-tpu"
+    serving = bucket / f"{DAILY}-tpu" / "serving_model" / f"{DAILY}-tpu"
     [version] = os.listdir(serving)
     model = tf.saved_model.load(str(serving / version))
 
@@ -227,8 +264,7 @@ def test_make_kfp_local_runs_the_compiled_spec_as_kubeflow_would(tmp_path):
     assert scores(rows).shape == (len(rows), 3)
     assert PENGUINS.quality({"scores": scores(rows)}, rows) > 0.9
     # BulkInferrer scored the new rows as the pushed model answers them (in Beam's order).
-    [scored] = next(t for t in summary["tasks"] if t["task"] == "BulkInferrer")["outputs"][
-        "output_examples"]
+    scored = _output_uri(summary, "BulkInferrer", "output_examples")
     got = [list(tf.train.Example.FromString(record.numpy()).features.feature["scores"]
                 .float_list.value)
            for path in glob.glob(os.path.join(scored, "Split-predict", "*"))
@@ -247,9 +283,26 @@ def test_make_kfp_local_runs_the_compiled_spec_as_kubeflow_would(tmp_path):
     assert (output / "vertex_trainer_job" / "model" / "Format-Serving" / "saved_model.pb"
             ).is_file()
 
-    second = _make_kfp_local(output, WARM_START="true")
+    shutil.copytree(shipped / "span-2", data / "span-2")
+    second = _make_kfp_local(output, DATA_DIR=str(data), WARM_START="true")
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     summary = json.loads((output / "kfp-local.json").read_text())
+    assert _span(summary) == 2
+    found = drift_validator.read_drift(_output_uri(summary, names.DRIFT_VALIDATOR,
+                                                   names.DRIFT_REPORT))
+    assert (found["span"], found["previous_span"]) == (2, 1), found
+    thresholds = datasets.load_spec(DAILY)[0].drift_thresholds
+    assert set(found["columns"]) == {column for column, _ in thresholds}
+    # The two spans share one mix of birds: nothing drifted past its threshold.
+    assert not [c for c, v in found["columns"].items() if v["past"]], found
+    store = bucket / f"{DAILY}-tpu" / "pipeline_root" / "span-store"
+    assert sorted(drift_validator.stored_spans(str(store / "statistics"))) == [1, 2]
+    # Transform read both spans: span 1's Examples, filed by the first run, and span 2's.
+    assert _window(summary) == "1,2"
+    window = _output_uri(summary, names.SPAN_WINDOW, "window")
+    assert sorted({name.split("-")[1] for name in os.listdir(Path(window, "Split-train"))}) == [
+        "1", "2"]
+    assert sum(1 for t in summary["tasks"] if t["task"] == names.CSV_EXAMPLE_GEN) == 1
     served = str(serving / version)
     models = {}
     for task in ("baseline_resolver", "warm_start_resolver"):

@@ -510,3 +510,36 @@ def test_batch_predictions_add_bulk_inferrer_on_the_new_rows(cloud_env, tmp_path
     with pytest.raises(ConfigError, match="batch_predict_uri='new_rows'"):
         cloud_env.setenv("BATCH_PREDICT_URI", "new_rows")
         settings.load()
+
+
+def test_spans_compile_with_the_window_and_drift_gate_on_their_own_store(cloud_env, tmp_path):
+    """No resolver on either backend finds older spans (TFX's step_builder.py compiles only the
+    latest-artifact and latest-blessed-model ones; KFP's backend runs none,
+    backend/src/v2/compiler/argocompiler/dag.go), so the compiled DriftValidator and SpanWindow
+    keep a store in the pipeline root instead; the gate reads the one, Transform the other,
+    and neither comes from the cache (they read and write that store)."""
+    from pipeline import names, spans
+
+    cloud_env.setenv("DATASET", "penguins-daily")  # window_spans = 2, drift thresholds
+    store = "gs://my-ml-bucket/penguins-daily-tpu/pipeline_root/span-store"
+    for target in settings.TARGETS:
+        job, spec = _compile(tmp_path / target, target)
+        tasks = spec.root.dag.tasks
+        assert {names.DRIFT_VALIDATOR, names.SPAN_WINDOW} <= set(tasks)
+        assert not [t for t in tasks if "resolver" in t and "baseline" not in t], list(tasks)
+        assert _parameter(spec, names.DRIFT_VALIDATOR, "statistics_store") == (
+            f"{store}/statistics")
+        assert _parameter(spec, names.SPAN_WINDOW, "store") == f"{store}/examples"
+        window = spec.root.dag.tasks[names.SPAN_WINDOW].inputs.parameters["window_spans"]
+        assert "2" in str(window.runtime_value), window
+        source = tasks[names.TRANSFORM].inputs.artifacts["examples"].task_output_artifact
+        assert source.producer_task == names.SPAN_WINDOW
+        assert "previous_statistics" not in tasks[names.DRIFT_VALIDATOR].inputs.artifacts
+        gate = tasks[names.ANOMALY_GATE].inputs.artifacts["drift_report"]
+        assert gate.task_output_artifact.producer_task == names.DRIFT_VALIDATOR
+        caching = {name: task.get("cachingOptions", {}).get("enableCache", False)
+                   for name, task in job["pipelineSpec"]["root"]["dag"]["tasks"].items()}
+        assert (caching[names.DRIFT_VALIDATOR], caching[names.SPAN_WINDOW],
+                caching[names.TRAINER]) == (False, False, True)
+        assert spans.FOLDER_PATTERN[spans.NUMBERED] in _parameter(
+            spec, names.CSV_EXAMPLE_GEN, "input_config")

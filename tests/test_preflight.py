@@ -273,22 +273,11 @@ def test_make_submit_runs_preflight_first():
     assert re.search(r"^CLOUD_ARGS = --target \$\(TARGET\) ", makefile, re.M)
 
 
-def test_a_window_of_spans_and_a_bad_cron_fail_the_spans_check(cloud, jobs, tmp_path,
-                                                                monkeypatch):
-    """Neither backend resolves older spans from ML Metadata; each takes its own cron form."""
-    import shutil
-
-    folder = tmp_path / "taxi-window"
-    shutil.copytree(os.path.join(REPO_ROOT, "schemas", "taxi"), folder)
-    spec = (folder / "spec.toml").read_text()
-    (folder / "spec.toml").write_text(spec.replace("[training]\n",
-                                                   "[training]\nwindow_spans = 3\n"))
-    windowed = dataclasses.replace(cloud, dataset=str(folder))
+def test_a_bad_cron_fails_the_spans_check(cloud, jobs, monkeypatch):
+    """Each backend takes its own cron form (pipeline/cloud/schedule.py)."""
     monkeypatch.setenv("CRON", "0 3 * * * *")
     for target in settings.TARGETS:
-        failures = preflight.check_spans(_context(windowed, jobs, target))
-        assert any("window_spans = 3: " + target + " cannot resolve older spans" in f
-                   for f in failures), failures
+        failures = preflight.check_spans(_context(cloud, jobs, target))
         assert any("expected five fields" in f for f in failures), failures
     monkeypatch.setenv("CRON", "TZ=UTC 0 3 * * *")
     assert _failures(_context(cloud, jobs, "kfp"), "spans") == [

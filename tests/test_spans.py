@@ -58,6 +58,34 @@ def test_dated_spans_number_as_tfx_numbers_them(tmp_path):
     assert configure(data_dir=str(tmp_path)).span == utils.date_to_span_number(2026, 11, 2)
 
 
+def test_an_executor_no_driver_ran_before_resolves_and_records_the_newest_span(tmp_path):
+    """kfp.local runs no `lifecycle.preCacheCheck` hook, where Vertex runs TFX's ExampleGen
+    driver: the executor then gets `{SPAN}` unresolved and resolves it with TFX's own input
+    processor, as that driver would."""
+    from tfx.proto import example_gen_pb2
+    from tfx.types import standard_artifacts
+    from tfx.utils import proto_utils
+
+    from pipeline.components import example_gen
+
+    _taxi_spans(tmp_path, ["span-1", "span-2"], rows_each=5)
+    pattern = spans.pattern(spans.NUMBERED)
+    exec_properties = {
+        "input_base": str(tmp_path),
+        "input_config": proto_utils.proto_to_json(example_gen_pb2.Input(splits=[
+            example_gen_pb2.Input.Split(name="single_split", pattern=pattern)]))}
+    examples = standard_artifacts.Examples()
+    example_gen.resolve_span(exec_properties, [examples])
+    assert exec_properties["span"] == 2 and exec_properties["input_fingerprint"]
+    assert json.loads(exec_properties["input_config"])["splits"][0]["pattern"] == (
+        pattern.replace("{SPAN}", "2"))
+    assert examples.get_int_custom_property("span") == 2
+
+    resolved = dict(exec_properties)
+    example_gen.resolve_span(exec_properties, [examples])  # a driver already ran: unchanged
+    assert exec_properties == resolved
+
+
 def test_a_flat_folder_is_one_span_as_before(tmp_path):
     _taxi_spans(tmp_path, ["."], rows_each=300)
     config = configure(data_dir=str(tmp_path)).validate()

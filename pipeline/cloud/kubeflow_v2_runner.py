@@ -29,8 +29,9 @@ TARGET_ENV = "TARGET"
 # backend/src/v2/driver/resolve.go, resolveInputParameter), and it hands executors only
 # `parameterValues`, which TFX's entrypoint reads when the 2.1 spec passes the inputs spec.
 SPEC_2_1_TARGETS = ("kfp",)
-# Steps that read state outside their inputs (the serving dir) must never come from cache.
-UNCACHED_TASKS = (names.WARM_START_RESOLVER,)
+# Steps that read or write state outside their artifacts (the serving dir, the span store of
+# the drift gate and the window) must never come from cache.
+UNCACHED_TASKS = (names.WARM_START_RESOLVER, names.DRIFT_VALIDATOR, names.SPAN_WINDOW)
 
 
 def pipeline_file(cloud: settings.CloudConfig, target: str,

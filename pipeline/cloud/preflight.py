@@ -326,24 +326,14 @@ def check_endpoint(ctx: Context) -> list[str]:
 
 def check_spans(ctx: Context) -> list[str]:
     """The spec's spans fit the backend: CsvExampleGen's compiled pattern has the spec's span
-    layout (a local data dir, as kfp-local runs, also holds it); no window of several spans
-    (it is resolved from ML Metadata by a resolver strategy of the project's own, which
-    neither backend runs: KFP runs no resolvers, kubeflow/pipelines
-    backend/src/v2/compiler/argocompiler/dag.go; TFX's Kubeflow V2 compiler builds only
-    LatestArtifactStrategy and LatestBlessedModelStrategy resolvers,
-    tfx/orchestration/kubeflow/v2/step_builder.py); and CRON, when set, in the backend's
-    form (pipeline/cloud/schedule.py)."""
+    layout (a local data dir, as kfp-local runs, also holds it), and CRON, when set, is in the
+    backend's form (pipeline/cloud/schedule.py)."""
     from pipeline import spans
     from pipeline.cloud import schedule
 
     config = ctx.cloud.pipeline_config()
     spec = config.spec
     problems = []
-    if (spec.window_spans or 1) > 1:
-        problems.append(f"{config.spec_path}: [training] window_spans = {spec.window_spans}: "
-                        f"{ctx.target} cannot resolve older spans from ML Metadata (no "
-                        "span-range resolver runs there); set window_spans = 1 for cloud "
-                        "runs, or train on a window with `make run`")
     if ctx.cloud.data_source == "csv" and spec.span_layout:
         pattern = json.dumps(ctx.parameter(names.CSV_EXAMPLE_GEN, "input_config") or "")
         if spans.FOLDER_PATTERN[spec.span_layout] not in pattern:

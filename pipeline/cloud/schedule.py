@@ -122,7 +122,7 @@ def kfp_recurring_run(client, cloud: settings.CloudConfig, package: str, cron: s
     job_config = client._create_job_config(
         params={}, pipeline_package_path=package, pipeline_id=None, version_id=None,
         enable_caching=cloud.enable_cache, cache_key="",
-        pipeline_root=f"{cloud.output_dir}/pipeline_root")
+        pipeline_root=cloud.pipeline_root)
     return kfp_server_api.V2beta1RecurringRun(
         experiment_id=experiment_id, mode=kfp_server_api.RecurringRunMode.ENABLE,
         display_name=f"{cloud.pipeline_name}-schedule",
@@ -202,39 +202,28 @@ def remove(cloud: settings.CloudConfig, target: str, schedule_id: str, host: str
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Schedule the compiled pipeline.")
     parser.add_argument("action", choices=("create", "list", "remove"))
-    parser.add_argument("--target", choices=settings.TARGETS, default="vertex")
-    parser.add_argument("--config", default=os.environ.get("CLOUD_CONFIG"),
-                        help="cloud settings (TOML); see pipeline/cloud/cloud.example.toml")
+    submit.add_job_arguments(parser)
     parser.add_argument("--cron", default=os.environ.get("CRON", ""),
                         help='five cron fields, e.g. "0 3 * * *" (every day at 03:00 UTC)')
     parser.add_argument("--id", help="the schedule to remove (see `list`)")
-    parser.add_argument("--pipeline-file",
-                        help="default: build/<target>/<pipeline_name>.json")
-    parser.add_argument("--host", help="Kubeflow Pipelines endpoint (default: kfp_host)")
-    parser.add_argument("--experiment", default="taxi-tpu", help="KFP experiment name")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="build and print the request; send nothing")
     args = parser.parse_args(argv)
-    try:
+
+    def body() -> Any:
         cloud = settings.load(args.config)
         host = args.host or cloud.kfp_host
         if args.action == "create":
             if not args.cron:
                 raise ConfigError('no CRON: give five cron fields, e.g. CRON="0 3 * * *"')
-            report: Any = create(cloud, args.target, args.cron, args.dry_run, host,
-                                 args.experiment, args.pipeline_file)
-        elif args.action == "list":
-            report = listed(cloud, args.target, host)
-        else:
-            if not args.id:
-                raise ConfigError("no ID: `make schedules` lists them; pass ID=<id>")
-            remove(cloud, args.target, args.id, host)
-            report = {"removed": args.id}
-        print(json.dumps(report, indent=2, default=str))
-        return 0
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+            return create(cloud, args.target, args.cron, args.dry_run, host,
+                          args.experiment or cloud.pipeline_name, args.pipeline_file)
+        if args.action == "list":
+            return listed(cloud, args.target, host)
+        if not args.id:
+            raise ConfigError("no ID: `make schedules` lists them; pass ID=<id>")
+        remove(cloud, args.target, args.id, host)
+        return {"removed": args.id}
+
+    return submit.answer(body)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from pipeline.env_settings import BOOL_WORDS
 from pipeline.pipeline_config import (
     DEFAULT_DATASET,
     PIPELINE_NAME_RE,
+    PIPELINE_ROOT_DIR,
     ConfigError,
     PipelineConfig,
     Settings,
@@ -334,6 +335,10 @@ class CloudConfig:
     @property
     def output_dir(self) -> str:
         return f"{self.bucket.rstrip('/')}/{self.pipeline_name}"
+
+    @property
+    def pipeline_root(self) -> str:
+        return f"{self.output_dir}/{PIPELINE_ROOT_DIR}"
 
     @property
     def temp_location(self) -> str:

@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from pipeline.cloud import compiled_spec, settings
@@ -44,7 +45,7 @@ def vertex_job(cloud: settings.CloudConfig, pipeline_file: str, dry_run: bool):
     job = aiplatform.PipelineJob(
         display_name=cloud.pipeline_name,
         template_path=pipeline_file,
-        pipeline_root=f"{cloud.output_dir}/pipeline_root",
+        pipeline_root=cloud.pipeline_root,
         project=cloud.project,
         location=cloud.region,
         enable_caching=cloud.enable_cache,
@@ -82,7 +83,7 @@ def kfp_run_request(client, cloud: settings.CloudConfig, package: str, experimen
     job_config = client._create_job_config(
         params={}, pipeline_package_path=package, pipeline_id=None, version_id=None,
         enable_caching=cloud.enable_cache, cache_key="",
-        pipeline_root=f"{cloud.output_dir}/pipeline_root")
+        pipeline_root=cloud.pipeline_root)
     return kfp_server_api.V2beta1Run(
         experiment_id=experiment_id, display_name=cloud.pipeline_name,
         pipeline_spec=job_config.pipeline_spec, runtime_config=job_config.runtime_config,
@@ -117,44 +118,57 @@ def submit_kfp(cloud: settings.CloudConfig, pipeline_file: str, host: str,
         client = kfp.Client(host=host)
         result = client.create_run_from_pipeline_package(
             package, arguments={}, run_name=cloud.pipeline_name, experiment_name=experiment,
-            pipeline_root=f"{cloud.output_dir}/pipeline_root",
+            pipeline_root=cloud.pipeline_root,
             enable_caching=cloud.enable_cache,
             service_account=cloud.kfp_service_account or None)
         return {"host": host, "experiment": experiment, "run_id": result.run_id}
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description="Submit the compiled pipeline.")
-    parser.add_argument("--target", choices=("vertex", "kfp"), required=True)
+def add_job_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of every command that sends the compiled pipeline to a backend."""
+    parser.add_argument("--target", choices=settings.TARGETS, default="vertex")
     parser.add_argument("--config", default=os.environ.get("CLOUD_CONFIG"),
                         help="cloud settings (TOML); see pipeline/cloud/cloud.example.toml")
     parser.add_argument("--pipeline-file",
                         help="default: build/<target>/<pipeline_name>.json")
     parser.add_argument("--host", help="Kubeflow Pipelines endpoint (default: kfp_host / "
                         "$KFP_HOST)")
-    parser.add_argument("--experiment", default="taxi-tpu", help="KFP experiment name")
+    parser.add_argument("--experiment", help="KFP experiment name (default: the pipeline's)")
     parser.add_argument("--dry-run", action="store_true",
                         help="build and print the request; send nothing")
-    args = parser.parse_args(argv)
+
+
+def answer(body: Callable[[], Any]) -> int:
+    """Runs a command's body: prints the report it returns as JSON (exit 0), or its
+    ConfigError (exit 2)."""
     try:
+        report = body()
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(report if isinstance(report, str) else json.dumps(report, indent=2, default=str))
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="Submit the compiled pipeline.")
+    add_job_arguments(parser)
+    args = parser.parse_args(argv)
+
+    def body() -> Any:
         cloud = settings.load(args.config)
         pipeline_file = compiled_pipeline_file(cloud, args.target, args.pipeline_file)
         if args.target == "vertex":
             job = vertex_job(cloud, pipeline_file, args.dry_run)
             if args.dry_run:
-                print(json.dumps(describe_vertex(job), indent=2))
-                return 0
+                return describe_vertex(job)
             job.submit(service_account=cloud.service_account or None,
                        network=cloud.network or None)
-            print(f"Submitted {job.resource_name}")
-            return 0
-        host = kfp_host(args.host or cloud.kfp_host)
-        report = submit_kfp(cloud, pipeline_file, host, args.experiment, args.dry_run)
-        print(json.dumps(report, indent=2, default=str))
-        return 0
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+            return f"Submitted {job.resource_name}"
+        return submit_kfp(cloud, pipeline_file, kfp_host(args.host or cloud.kfp_host),
+                          args.experiment or cloud.pipeline_name, args.dry_run)
+
+    return answer(body)
 
 
 if __name__ == "__main__":

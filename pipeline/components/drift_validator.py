@@ -7,10 +7,17 @@ each column's distance, threshold and whether it is past it (`drift.json`). Like
 ExampleValidator it only records: the AnomalyGate stops the run on a column past its threshold
 (pipeline/components/anomaly_gate.py), so the figures of a stopped span stay in the store for
 the report, as TFX keeps no output of a failed step.
+
+Where the previous span's statistics cannot be resolved from ML Metadata (a compiled Kubeflow or
+Vertex spec, whose backends run no span resolver), the validator keeps its own index of each
+span's training statistics under `statistics_store` (in the pipeline root): it files this
+span's there and compares with the newest earlier span filed. The first span of such a store
+has nothing to compare with, which drift.json and the log say.
 """
 
 import json
 import os
+import re
 
 import tensorflow as tf
 import tensorflow_data_validation as tfdv
@@ -25,11 +32,41 @@ from pipeline.components.span_resolver import span_of
 from trainer_module import keys
 
 DRIFT_FILE = "drift.json"
+# The folder of the statistics store a span's training statistics are filed under.
+_STORED_SPAN = "span-{}"
 
 
-def _train_statistics(artifact: standard_artifacts.ExampleStatistics):
-    return tfdv.load_stats_binary(
-        os.path.join(artifact.uri, keys.split_dir(keys.TRAIN_SPLIT), keys.STATISTICS_FILE))
+def _train_statistics_file(artifact: standard_artifacts.ExampleStatistics) -> str:
+    return os.path.join(artifact.uri, keys.split_dir(keys.TRAIN_SPLIT), keys.STATISTICS_FILE)
+
+
+def stored_spans(store: str) -> dict[int, str]:
+    """Span number → its training statistics file, of every span filed in `store`."""
+    if not tf.io.gfile.isdir(store):
+        return {}
+    found = {}
+    for name in tf.io.gfile.listdir(store):
+        match = re.fullmatch(_STORED_SPAN.format(r"(\d+)"), name.rstrip("/"))
+        path = os.path.join(store, name.rstrip("/"), keys.STATISTICS_FILE)
+        if match and tf.io.gfile.exists(path):
+            found[int(match.group(1))] = path
+    return found
+
+
+def _file_and_find_previous(store: str, span: int,
+                            statistics: standard_artifacts.ExampleStatistics
+                            ) -> tuple[int | None, str | None]:
+    """Files this span's training statistics in `store`; returns the newest earlier span filed
+    there and its statistics file, or (None, None)."""
+    folder = os.path.join(store, _STORED_SPAN.format(span))
+    tf.io.gfile.makedirs(folder)
+    tf.io.gfile.copy(_train_statistics_file(statistics),
+                     os.path.join(folder, keys.STATISTICS_FILE), overwrite=True)
+    earlier = {s: path for s, path in stored_spans(store).items() if s < span}
+    if not earlier:
+        return None, None
+    previous = max(earlier)
+    return previous, earlier[previous]
 
 
 def read_drift(uri: str) -> dict:
@@ -43,40 +80,57 @@ def read_drift(uri: str) -> dict:
 def DriftValidator(
     examples: InputArtifact[standard_artifacts.Examples],
     statistics: InputArtifact[standard_artifacts.ExampleStatistics],
-    previous_examples: InputArtifact[standard_artifacts.Examples],
-    previous_statistics: InputArtifact[standard_artifacts.ExampleStatistics],
     schema: InputArtifact[standard_artifacts.Schema],
     drift_report: OutputArtifact[standard_artifacts.ExampleAnomalies],
+    previous_examples: InputArtifact[standard_artifacts.Examples] = None,
+    previous_statistics: InputArtifact[standard_artifacts.ExampleStatistics] = None,
     thresholds: Parameter[str] = "{}",
     warn_only: Parameter[str] = "",
+    statistics_store: Parameter[str] = "",
     code_version: Parameter[str] = "",
 ) -> None:
     """Writes each thresholded column's distance from the previous span. `examples` and
-    `previous_examples` are the two spans' Examples, which carry their span numbers.
+    `previous_examples` are the two spans' Examples, which carry their span numbers; without
+    them, the previous span's statistics come from `statistics_store`.
 
     thresholds: the spec's [drift] thresholds as JSON, column → distance.
     warn_only: the columns whose drift only warns, comma-separated.
+    statistics_store: the folder of each span's training statistics, when no resolver gives
+      the previous span's.
     code_version: the step's code hash (pipeline/cache_keys.py).
     """
     del code_version
     limits = json.loads(thresholds)
     relaxed = {c for c in warn_only.split(",") if c}
-    # ImportSchemaGen's one file.
-    schema_proto = tfdv.load_schema_text(io_utils.get_only_uri_in_dir(schema.uri))
-    found = drift.distances(_train_statistics(statistics), _train_statistics(previous_statistics),
-                            schema_proto, limits, drift.DRIFT)
-    span, previous = span_of(examples), span_of(previous_examples)
+    span = span_of(examples)
+    if statistics_store:
+        previous, previous_file = _file_and_find_previous(statistics_store, span, statistics)
+    else:
+        previous, previous_file = span_of(previous_examples), _train_statistics_file(
+            previous_statistics)
     drift_report.split_names = '["train"]'
+    report: dict = {"span": span, "previous_span": previous, "columns": {}}
+    if previous_file is None:
+        report["note"] = (f"no earlier span's statistics in {statistics_store}: drift is "
+                          "measured from the next span on")
+        logging.warning("Drift of span %d not measured: %s", span, report["note"])
+    else:
+        # ImportSchemaGen's one file.
+        schema_proto = tfdv.load_schema_text(io_utils.get_only_uri_in_dir(schema.uri))
+        found = drift.distances(
+            tfdv.load_stats_binary(_train_statistics_file(statistics)),
+            tfdv.load_stats_binary(previous_file), schema_proto, limits, drift.DRIFT)
+        report["columns"] = {d.column: {"distance": d.distance, "threshold": d.threshold,
+                                        "method": d.method, "past": d.past,
+                                        "warn_only": d.column in relaxed} for d in found}
+        for d in found:
+            logging.info("Drift from span %d to span %d: %s%s", previous, span, d.describe(),
+                         " (warn only)" if d.column in relaxed else "")
+        warned = [d for d in found if d.past and d.column in relaxed]
+        if warned:
+            logging.warning("Drift past its threshold, warn only: %s",
+                            "; ".join(d.describe() for d in warned))
+    # An orchestrator may leave the output folder to the step (kfp.local does).
+    tf.io.gfile.makedirs(drift_report.uri)
     with tf.io.gfile.GFile(os.path.join(drift_report.uri, DRIFT_FILE), "w") as f:
-        json.dump({"span": span, "previous_span": previous,
-                   "columns": {d.column: {"distance": d.distance, "threshold": d.threshold,
-                                          "method": d.method, "past": d.past,
-                                          "warn_only": d.column in relaxed}
-                               for d in found}}, f, indent=1)
-    for d in found:
-        logging.info("Drift from span %d to span %d: %s%s", previous, span, d.describe(),
-                     " (warn only)" if d.column in relaxed else "")
-    warned = [d for d in found if d.past and d.column in relaxed]
-    if warned:
-        logging.warning("Drift past its threshold, warn only: %s",
-                        "; ".join(d.describe() for d in warned))
+        json.dump(report, f, indent=1)

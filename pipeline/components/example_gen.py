@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import apache_beam as beam
+from absl import logging
 from apache_beam.options.pipeline_options import DirectOptions
 from apache_beam.runners.direct.direct_runner import BundleBasedDirectRunner, SwitchingDirectRunner
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
@@ -431,6 +432,47 @@ def is_local(pipeline: beam.Pipeline) -> bool:
                                         FnApiRunner))
 
 
+def resolve_span(exec_properties: dict[str, Any], examples: list[types.Artifact]) -> None:
+    """Resolves the span of the input config's patterns where no driver did before the step.
+
+    TFX resolves `{SPAN}` (or a date) before the executor runs, in the ExampleGen's driver: the
+    local runner's, or on Vertex AI the task's `lifecycle.preCacheCheck` container
+    (tfx/orchestration/kubeflow/v2/file_based_example_gen/driver.py). An orchestrator that
+    runs no such hook (kfp.local) hands the executor the patterns as compiled. They are then
+    resolved here by the same TFX input processor, newest span within the range config, and
+    the span is recorded on the Examples as the driver records it.
+    """
+    from tfx.components.example_gen import driver, input_processor
+
+    input_config = example_gen_pb2.Input()
+    proto_utils.json_to_proto(exec_properties[standard_component_specs.INPUT_CONFIG_KEY],
+                              input_config)
+    if not any(spec in split.pattern for split in input_config.splits
+               for spec in (utils.SPAN_SPEC, utils.YEAR_SPEC)):
+        return
+    range_config = None
+    if exec_properties.get(standard_component_specs.RANGE_CONFIG_KEY):
+        range_config = range_config_pb2.RangeConfig()
+        proto_utils.json_to_proto(exec_properties[standard_component_specs.RANGE_CONFIG_KEY],
+                                  range_config)
+    processor = input_processor.FileBasedInputProcessor(
+        exec_properties[standard_component_specs.INPUT_BASE_KEY], input_config.splits,
+        range_config)
+    span, version = processor.resolve_span_and_version()
+    exec_properties[utils.SPAN_PROPERTY_NAME] = span
+    exec_properties[utils.VERSION_PROPERTY_NAME] = version
+    exec_properties[utils.FINGERPRINT_PROPERTY_NAME] = processor.get_input_fingerprint(
+        span, version)
+    for split in input_config.splits:
+        split.pattern = processor.get_pattern_for_span_version(split.pattern, span, version)
+    exec_properties[standard_component_specs.INPUT_CONFIG_KEY] = proto_utils.proto_to_json(
+        input_config)
+    for artifact in examples:
+        driver.update_output_artifact(exec_properties, artifact.mlmd_artifact)
+    logging.info("No ExampleGen driver ran before this step: span %d resolved here (%s)", span,
+                 ", ".join(split.pattern for split in input_config.splits))
+
+
 class Executor(tfx_csv.Executor):
     """TFX's CsvExampleGen executor, its rows encoded by `_EncodeRows`, each split written by
     `WriteShuffled` on a local runner."""
@@ -440,6 +482,7 @@ class Executor(tfx_csv.Executor):
            ) -> None:
         # GenerateExamplesByBeam, which writes the splits here, is not given the outputs.
         self._examples = output_dict[standard_component_specs.EXAMPLES_KEY]
+        resolve_span(exec_properties, self._examples)
         scratch = os.path.join(self._examples[0].uri, SCRATCH_DIR)
         try:
             super().Do(input_dict, output_dict, exec_properties)

@@ -11,8 +11,6 @@ from pipeline import names
 from pipeline.runs import eval_results
 from pipeline.runs.run_summary import node_id_of, open_store
 
-SPAN = "span"  # CsvExampleGen's custom property on its Examples
-
 
 @dataclasses.dataclass(frozen=True)
 class SpanHistory:
@@ -31,6 +29,8 @@ class SpanHistory:
 def read(metadata_path: str, pipeline_name: str, metric: str) -> SpanHistory:
     """The drift reports and blessed models of `pipeline_name`'s runs."""
     # Loads TensorFlow: only once there is a run to read.
+    from tfx.components.example_gen.utils import SPAN_PROPERTY_NAME
+
     from pipeline.components.drift_validator import DRIFT_FILE, read_drift
 
     store = open_store(metadata_path)
@@ -60,9 +60,11 @@ def read(metadata_path: str, pipeline_name: str, metric: str) -> SpanHistory:
         examples = of(metadata_store_pb2.Event.INPUT, names.EXAMPLES)
         blessings = of(metadata_store_pb2.Event.OUTPUT, names.BLESSING)
         evaluations = of(metadata_store_pb2.Event.OUTPUT, names.EVALUATION)
-        if (examples and SPAN in examples[0].custom_properties and blessings and evaluations
+        if (examples and SPAN_PROPERTY_NAME in examples[0].custom_properties and blessings
+                and evaluations
                 and blessings[0].custom_properties[names.BLESSED].int_value == 1):
             value = eval_results.overall_metrics(evaluations[0].uri).get(metric)
             if value is not None:
-                blessed.append((examples[0].custom_properties[SPAN].int_value, value))
+                blessed.append((examples[0].custom_properties[SPAN_PROPERTY_NAME].int_value,
+                                value))
     return SpanHistory(drift, blessed)
