@@ -176,10 +176,12 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def run_ours(data_dir: str, output_dir: str, rows: int, train_steps: int | None,
-             dataset: str = DATASET, fresh: bool = True, repo: str = REPO_ROOT) -> DagRun:
+             dataset: str = DATASET, fresh: bool = True, repo: str = REPO_ROOT,
+             env: dict[str, str] | None = None) -> DagRun:
     """This project's DAG, as `make run` starts it; fresh: from scratch (a new output dir, so
     nothing is served from cache). train_steps None: the dataset spec's own. `repo`: the
-    checkout whose code runs (a copy, for the bench's edit-and-rerun)."""
+    checkout whose code runs (a copy, for the bench's edit-and-rerun). `env`: settings for the
+    run (e.g. SEED)."""
     if fresh:
         shutil.rmtree(output_dir, ignore_errors=True)
     os.makedirs(output_dir, exist_ok=True)
@@ -187,7 +189,7 @@ def run_ours(data_dir: str, output_dir: str, rows: int, train_steps: int | None,
     log = os.path.join(output_dir, "run.log")
     process = _run([sys.executable, os.path.join(repo, "pipeline", "local_runner.py"),
                     "--dataset", dataset, "--data-dir", data_dir, "--output-dir", output_dir,
-                    *steps], repo, _env(PYTHONPATH=repo, VERBOSE="1"), log)
+                    *steps], repo, _env(PYTHONPATH=repo, VERBOSE="1", **(env or {})), log)
     batch = _read_int(log, r"global batch=(\d+)") if fresh else 0
     return _record(os.path.join(output_dir, METADATA_FILE), pipeline_name(dataset),
                    rows,

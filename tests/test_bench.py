@@ -553,9 +553,9 @@ def test_scales_parse_in_order_and_a_bad_list_names_its_flag():
         bench_run.parse_scales("--template-scales", "1,x")
 
 
-def test_quality_baseline_does_not_depend_on_the_order_of_csv_example_gens_rows(tmp_path):
-    """From 10,000 train rows on, the trees stop early on a slice picked by position, and
-    CsvExampleGen's shards hold their rows in an order that changes between runs."""
+def test_quality_trees_do_not_depend_on_the_order_of_csv_example_gens_rows(tmp_path):
+    """The trees stop early on a slice picked by position, and CsvExampleGen's shards hold
+    their rows in an order that changes between runs."""
     from bench import quality
 
     rows = TAXI.read_rows()
@@ -569,8 +569,46 @@ def test_quality_baseline_does_not_depend_on_the_order_of_csv_example_gens_rows(
                 write_raw(TAXI, part, str(tmp_path / name / f"Split-{split}" / f"data-{i}.gz"))
         return str(tmp_path / name)
 
-    one = quality.baseline(examples("in_order", [train]), TAXI.spec)
-    other = quality.baseline(examples("shuffled", [shuffled[:5_000], shuffled[5_000:]]),
-                             TAXI.spec)
-    assert one["train_rows"] == 12_000 and 0.9 < one["auc"] < 1.0, one
-    assert one == other
+    one = quality.tree_data(examples("in_order", [train]), TAXI.spec)
+    other = quality.tree_data(examples("shuffled", [shuffled[:5_000], shuffled[5_000:]]),
+                              TAXI.spec)
+    assert len(one.y_train) == 12_000
+    scores = quality.fit_tree(quality.HIST_GBT, TAXI.spec.task, one, seed=0)
+    assert 0.9 < scores["auc"] < 1.0, scores
+    assert scores == quality.fit_tree(quality.HIST_GBT, TAXI.spec.task, other, seed=0)
+
+
+def test_quality_compares_with_the_best_of_three_trees_over_seeds(tmp_path):
+    """CatBoost and LightGBM beside HistGradientBoosting, each stopping early on a tenth of the
+    train rows, never the eval rows; every figure a mean over the seeds with its spread; the
+    target against the best tree."""
+    from bench import quality
+
+    rows = TAXI.read_rows()
+    for split, part in (("train", rows[:1_500]), ("eval", rows[1_500:2_000])):
+        write_raw(TAXI, part, str(tmp_path / f"Split-{split}" / "data-0.gz"))
+    data = quality.tree_data(str(tmp_path), TAXI.spec)
+    fit, held = quality._fit_slice(data, seed=1)
+    assert len(held) == 150 and sorted([*fit, *held]) == list(range(1_500))
+
+    scores = quality.trees(str(tmp_path), TAXI.spec, seeds=(0, 1))
+    for tree in quality.TREES:
+        auc = scores[tree]["auc"]
+        assert auc["runs"] == 2 and 0.8 < auc["mean"] < 1.0 and auc["spread"] >= 0, scores
+        assert scores[tree]["seconds"] > 0
+    best = quality.best_tree(scores, TAXI.spec.task)
+    assert scores[best]["auc"]["mean"] == max(scores[t]["auc"]["mean"] for t in quality.TREES)
+
+    def run(auc: float) -> dict:
+        return {"examples": str(tmp_path), "metrics": {"auc": auc, "binary_accuracy": 0.9},
+                "training": None, "component_seconds": 30.0, "trainer_seconds": 10.0}
+
+    line = scores[best]["auc"]["mean"] - quality.CLASSIFICATION_GAP
+    kept = quality.compare([run(line + 0.002), run(line + 0.004)], TAXI.spec, seeds=(0, 1))
+    [auc_row] = [r for r in kept["metrics"] if r["metric"] == "auc"]
+    assert auc_row["met"] is True and auc_row["best"] == best
+    assert auc_row["pipeline"]["spread"] == pytest.approx(0.002)
+    missed = quality.compare([run(line - 0.004), run(line)], TAXI.spec, seeds=(0, 1))
+    assert [r["met"] for r in missed["metrics"] if r["metric"] == "auc"] == [False]
+    table = quality.markdown([kept])
+    assert f"≥ {best} − 0.005 | yes |" in table and "± 0.0020" in table, table
