@@ -330,7 +330,7 @@ def test_a_broken_task_in_the_compiled_spec_stops_make_kfp_local_and_names_it(tm
     args[args.index(class_path)] = class_path + "ThatIsNotThere"
     spec = tmp_path / "broken.json"
     spec.write_text(json.dumps(broken))
-    result = _make_kfp_local(tmp_path / "out", SPEC=str(spec))
+    result = _make_kfp_local(tmp_path / "out", SPEC=str(spec), DATASET="penguins")
     assert result.returncode != 0
     assert "task StatisticsGen failed with exit code 1" in result.stderr, result.stderr[-3000:]
     assert "ExecutorThatIsNotThere" in result.stderr
