@@ -1,11 +1,12 @@
 """SpanWindow: a window of spans' Examples as one artifact, where no resolver can find them.
 
 With the local runner, the window's older spans come from ML Metadata through a resolver
-(span_resolver.py). A compiled Kubeflow or Vertex spec runs no such resolver
-(kubeflow_v2_runner.WINDOW_RULES), so this step keeps an index of the Examples each run's
-CsvExampleGen wrote, one small record per span in the pipeline root, where the Examples
-themselves stay. It files this span's record, then copies the split files of the newest
-`window_spans` spans filed (this one included) into its own Examples, which Transform reads.
+(span_resolver.py). A compiled Kubeflow or Vertex spec runs no such resolver (KFP runs none;
+TFX's Vertex compiler builds only latest-artifact and latest-blessed-model ones), so this step
+keeps an index of the Examples each run's CsvExampleGen wrote, one small record per span in
+the pipeline root, where the Examples themselves stay. It files this span's record, then
+copies the split files of the newest `window_spans` spans filed (this one included) into its
+own Examples, which Transform reads.
 The older spans' CsvExampleGen and StatisticsGen do not run again; their files are copied.
 
 A pipeline's first runs have fewer spans filed than the window holds: the step then trains on
@@ -25,13 +26,13 @@ from tfx.types import artifact_utils, standard_artifacts
 from pipeline.components.span_resolver import span_of
 from trainer_module import keys
 
-# A span's record in the store: the URI and split names of the Examples that hold it.
+# A span's record in the store: the URI of the Examples that hold it.
 _RECORD = "span-{}.json"
 WINDOW_PROPERTY = "window"  # the spans the window's Examples hold, comma-separated
 
 
 def filed_spans(store: str) -> dict[int, dict]:
-    """Span number → its record (uri, split_names), of every span filed in `store`."""
+    """Span number → its record ({"uri": …}), of every span filed in `store`."""
     if not tf.io.gfile.isdir(store):
         return {}
     found = {}
@@ -61,7 +62,7 @@ def SpanWindow(
     span = span_of(examples)
     tf.io.gfile.makedirs(store)
     with tf.io.gfile.GFile(os.path.join(store, _RECORD.format(span)), "w") as f:
-        json.dump({"uri": examples.uri, "split_names": examples.split_names}, f)
+        json.dump({"uri": examples.uri}, f)
     filed = filed_spans(store)
     chosen = sorted(s for s in filed if s <= span)[-window_spans:]
     if len(chosen) < window_spans:
