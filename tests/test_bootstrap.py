@@ -117,6 +117,16 @@ def test_pair_tables_grow_with_the_training_rows_as_primes(train_rows, buckets):
     TrainerConfig.create(cross_buckets=buckets)  # a value the Trainer accepts
 
 
+@pytest.mark.parametrize("train_rows, validated, batch, epochs", [
+    (2657, True, 256, 1000),      # 10 steps an epoch: 10,000 steps, not 200 epochs' 2,000
+    (2657, False, 256, 200),      # no slice to stop on: the epoch cap holds
+    (30_000, True, 256, 171),     # 117 steps an epoch: 171 epochs make 20,000 steps
+    (943_000, True, 1024, 22)])   # large data: about 20,000 steps
+def test_the_budget_is_sized_in_steps_where_epochs_are_short(train_rows, validated, batch,
+                                                             epochs):
+    assert bootstrap.training_budget(train_rows, validated) == (batch, epochs)
+
+
 def test_small_data_is_refitted_on_every_training_row_and_large_data_is_not():
     assert bootstrap.refit_factor(0) == bootstrap.refit_factor(
         bootstrap.LARGE_DATA_ROWS - 1) == bootstrap.REFIT_FACTOR > 0
@@ -555,10 +565,18 @@ def test_the_spec_says_truly_how_small_data_chooses_its_epochs(tmp_path, rows, s
     text = (tmp_path / "small" / datasets.SPEC_FILE).read_text(encoding="utf-8")
     training = tomllib.loads(text)["training"]
     assert bootstrap.validation_slice(rows * 2 // 3) == slice_rows
+    steps = training["epochs"] * (rows * 2 // 3 // training["per_replica_batch_size"])
     if slice_rows:
         assert training["early_stopping_patience"] == bootstrap.SMALL_DATA_PATIENCE
         assert training["refit_factor"] == bootstrap.REFIT_FACTOR
         assert f"validation slice of about {slice_rows} rows" in text
+        # A budget in steps, past 200 epochs, ending at a rate that still learns.
+        assert steps >= bootstrap.MIN_TRAIN_STEPS and training["epochs"] > bootstrap.MAX_EPOCHS
+        assert training["lr_floor"] == bootstrap.LR_FLOOR
+        config = configure(from_env({"DATASET": str(tmp_path / "small")})).trainer.training
+        assert (config.epochs, config.lr_floor) == (training["epochs"], bootstrap.LR_FLOOR)
     else:
         assert training["early_stopping_patience"] == 0 and training["refit_factor"] == 0
         assert "too few for a validation slice of 100" in text
+        # Every epoch trains and the last is kept: the epoch cap holds, the decay ends at 0.
+        assert training["epochs"] == bootstrap.MAX_EPOCHS and "lr_floor" not in training

@@ -215,6 +215,12 @@ def test_cosine_decay_takes_the_rate_from_its_peak_to_zero_at_the_last_step(tran
     small = plan.make_plan(config.replace(global_batch_size=256), transformed_data.spec, 400,
                            dist=tf.distribute.get_strategy()).learning_rate()
     assert [round(float(small(step)), 6) for step in (0, 200, 400)] == [0.001, 0.0005, 0.0]
+    # With a floor the wave ends at that share of the peak, halfway between at its middle.
+    floored = plan.make_plan(config.replace(global_batch_size=256, lr_floor=0.1),
+                             transformed_data.spec, 400,
+                             dist=tf.distribute.get_strategy()).learning_rate()
+    assert [round(float(floored(step)), 6) for step in (0, 200, 400, 500)] == [
+        0.001, 0.00055, 0.0001, 0.0001]
 
 
 # --- Input cache ----------------------------------------------------------------------------

@@ -143,6 +143,9 @@ class TrainingConfig:
       instead of moving about it at full rate; 'none' keeps the peak to the end. With early
       stopping the run may end before the rate is low (docs/trainer-and-tpu.md, "Learning-rate
       decay").
+    lr_floor: the share of the peak rate the cosine ends at, instead of 0. A fit still
+      improving when its budget runs out has then still been learning at a real rate, not
+      stalled by a rate near zero; early stopping keeps the best epoch's weights either way.
     epochs: the training budget in passes over the training rows (less the validation
       slice), used when the run sets no train_steps (a dataset spec's [training] or
       TRAIN_STEPS). Each epoch ends in a validation pass and a preemption checkpoint.
@@ -169,6 +172,7 @@ class TrainingConfig:
     lr_scaling: str = "linear"
     warmup_fraction: float = 0.1
     lr_decay: str = "cosine"
+    lr_floor: float = 0.0
     epochs: int = 100
     checkpoint_epochs: int = 5
     early_stopping_patience: int = 10
@@ -185,6 +189,7 @@ class TrainingConfig:
         _check_choice("lr_scaling", self.lr_scaling)
         _check_fraction("warmup_fraction", self.warmup_fraction)
         _check_choice("lr_decay", self.lr_decay)
+        _check_fraction("lr_floor", self.lr_floor)
         _check_int("epochs", self.epochs, minimum=1)
         _check_int("checkpoint_epochs", self.checkpoint_epochs, minimum=1)
         _check_int("early_stopping_patience", self.early_stopping_patience, minimum=0)

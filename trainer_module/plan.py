@@ -62,11 +62,12 @@ def learning_rate_scale(config: TrainerConfig, global_batch: int) -> float:
 
 class LearningRate(tf_keras.optimizers.schedules.LearningRateSchedule):
     """Linear ramp from `start` to `peak` over `warmup_steps`; then, over the steps up to
-    `decay_steps`, half a cosine wave from `peak` down to 0 (`decay_steps` 0: `peak` to the
-    end)."""
+    `decay_steps`, half a cosine wave from `peak` down to `floor` × `peak` (`decay_steps` 0:
+    `peak` to the end)."""
 
-    def __init__(self, start: float, peak: float, warmup_steps: int, decay_steps: int) -> None:
-        self.start, self.peak = start, peak
+    def __init__(self, start: float, peak: float, warmup_steps: int, decay_steps: int,
+                 floor: float = 0.0) -> None:
+        self.start, self.peak, self.floor = start, peak, floor
         self.warmup_steps, self.decay_steps = warmup_steps, decay_steps
 
     def __call__(self, step: tf.Tensor) -> tf.Tensor:
@@ -78,12 +79,12 @@ class LearningRate(tf_keras.optimizers.schedules.LearningRateSchedule):
         if self.decay_steps > self.warmup_steps:
             done = tf.clip_by_value((step - self.warmup_steps)
                                     / (self.decay_steps - self.warmup_steps), 0.0, 1.0)
-            rate *= 0.5 * (1.0 + tf.cos(math.pi * done))
+            rate *= self.floor + (1.0 - self.floor) * 0.5 * (1.0 + tf.cos(math.pi * done))
         return rate
 
     def get_config(self) -> dict:
         return {"start": self.start, "peak": self.peak, "warmup_steps": self.warmup_steps,
-                "decay_steps": self.decay_steps}
+                "decay_steps": self.decay_steps, "floor": self.floor}
 
 
 def adam(learning_rate: tf_keras.optimizers.schedules.LearningRateSchedule
@@ -171,16 +172,23 @@ class TrainingPlan:
             f"{self.peak_learning_rate:.6g} ({self.config.training.lr_scaling} scaling from "
             f"{self.config.training.learning_rate:g} at batch "
             f"{self.config.training.reference_batch_size}, warmup {self.warmup_steps} steps, "
-            f"decay {self.config.training.lr_decay})"
+            f"decay {self.describe_decay()})"
         )
+
+    def describe_decay(self) -> str:
+        training = self.config.training
+        if training.lr_decay == "cosine" and training.lr_floor:
+            return f"cosine to {training.lr_floor:g} of the peak"
+        return training.lr_decay
 
     def learning_rate(self, train_steps: int | None = None) -> LearningRate:
         """The rate's schedule over `train_steps` steps (default: the plan's): its warmup is
         warmup_fraction of them, and the decay ends at the last."""
         steps = train_steps or self.train_steps
-        decay = self.config.training.lr_decay == "cosine"
-        return LearningRate(self.config.training.learning_rate, self.peak_learning_rate,
-                            self._warmup(steps), steps if decay else 0)
+        training = self.config.training
+        decay = training.lr_decay == "cosine"
+        return LearningRate(training.learning_rate, self.peak_learning_rate,
+                            self._warmup(steps), steps if decay else 0, training.lr_floor)
 
     def profile_executions(self) -> tuple[int, int] | int:
         """Keras' TensorBoard `profile_batch` for the configured train steps.

@@ -183,7 +183,7 @@ def check(
         global_batch=plan.global_batch, precision=plan.precision,
         steps_per_execution=plan.steps_per_execution,
         learning_rate=f"{plan.peak_learning_rate:.6g} ({config.training.lr_scaling} scaling, "
-                      f"warmup {plan.warmup_steps} steps, decay {config.training.lr_decay})",
+                      f"warmup {plan.warmup_steps} steps, decay {plan.describe_decay()})",
         input_cache=cache.describe(),
         steps_run=0, traces=0, xla_ok=True)
     per_epoch = max(plan.steps_per_execution, steps // 2)

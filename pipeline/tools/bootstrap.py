@@ -78,6 +78,13 @@ MAX_CLASSES = 1000
 # The training budget `make dataset` writes: about this many steps, in whole epochs.
 TRAIN_STEPS_TARGET = 20_000
 MIN_EPOCHS, MAX_EPOCHS = 10, 200
+# With a validation slice to stop on, at least this many steps, past MAX_EPOCHS where an epoch
+# is a few steps: on small data 200 epochs can end while the loss is still falling. Early
+# stopping ends such runs (TrainingConfig.early_stopping_patience epochs after the best).
+MIN_TRAIN_STEPS = 10_000
+# With a validation slice, the cosine decay ends at this share of the peak rate
+# (TrainingConfig.lr_floor), so the budget's last epochs still learn.
+LR_FLOOR = 0.1
 LARGE_DATA_ROWS, LARGE_BATCH = 200_000, 1024
 # Below LARGE_DATA_ROWS training rows, the exported model is a refit on every training row
 # for this many times the epochs early stopping kept (TrainingConfig.refit_factor);
@@ -429,10 +436,10 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
                       "A column listed under warn_only is reported and does not stop it."]
     decisions.append(f"  drift: thresholds {drift_why}")
     train_rows = keys.train_share(label_column.present)
-    batch, epochs = training_budget(train_rows)
+    slice_rows = validation_slice(train_rows)
+    batch, epochs = training_budget(train_rows, validated=bool(slice_rows))
     size = network_size(train_rows)
     buckets = pair_buckets(train_rows)
-    slice_rows = validation_slice(train_rows)
     # Without a slice nothing stops early and nothing is refitted: the spec says so.
     refit = refit_factor(train_rows) if slice_rows else 0.0
     patience = early_stopping_patience(train_rows) if slice_rows else 0
@@ -444,7 +451,8 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
             # share of the eval rows its answers happen to get right.
             **({"auc": {"min": CHANCE_AUC}} if task == tasks.BINARY else {})}},
         "training": {"epochs": epochs, "per_replica_batch_size": batch,
-                     "early_stopping_patience": patience, "refit_factor": refit},
+                     "early_stopping_patience": patience, "refit_factor": refit,
+                     **({"lr_floor": LR_FLOOR} if slice_rows else {})},
         "model": {"hidden_units": list(size.hidden_units), "embedding_dim": EMBEDDING_DIM,
                   "dropout": size.dropout, "l2": size.l2, "cross_buckets": buckets},
         "csv": {"delimiter": dialect.delimiter, "missing_values": list(dialect.missing_values),
@@ -520,6 +528,9 @@ def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshol
             f"writes {SMALL_DATA_PATIENCE}",
             f"below {LARGE_DATA_ROWS:,} training rows and "
             f"{_DEFAULT_TRAINING.early_stopping_patience} from there on."],
+        "training.lr_floor": [
+            "The learning rate's cosine decay ends at this share of its peak instead of 0, so a",
+            "fit still improving at the budget's end was learning at a real rate."],
         "training.refit_factor": [
             "Then a fresh model trains on every training row, the validation slice's too,",
             f"for refit_factor times the epochs kept (0: off). make dataset writes "
@@ -576,16 +587,20 @@ def early_stopping_patience(train_rows: int) -> int:
     return _DEFAULT_TRAINING.early_stopping_patience
 
 
-def training_budget(train_rows: int) -> tuple[int, int]:
+def training_budget(train_rows: int, validated: bool = True) -> tuple[int, int]:
     """(batch, epochs) for this many training rows: batches that make at least a few steps per
     epoch (larger ones for large data, where a step's fixed cost dominates), and enough epochs
-    for about TRAIN_STEPS_TARGET steps, within [MIN_EPOCHS, MAX_EPOCHS]. Early stopping ends
-    most runs well before the budget."""
+    for about TRAIN_STEPS_TARGET steps, within [MIN_EPOCHS, MAX_EPOCHS]; `validated` (a
+    validation slice chooses the epochs): at least MIN_TRAIN_STEPS steps, however many epochs
+    that takes. Early stopping ends most runs well before the budget; without a slice every
+    epoch trains, so the cap stays."""
     batch = LARGE_BATCH if train_rows >= LARGE_DATA_ROWS else 256
     while batch > 8 and batch * 2 > train_rows // 2:
         batch //= 2
     steps_per_epoch = max(1, train_rows // batch)
     epochs = min(MAX_EPOCHS, max(MIN_EPOCHS, math.ceil(TRAIN_STEPS_TARGET / steps_per_epoch)))
+    if validated:
+        epochs = max(epochs, math.ceil(MIN_TRAIN_STEPS / steps_per_epoch))
     return batch, epochs
 
 
