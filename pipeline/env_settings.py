@@ -110,6 +110,7 @@ TRAINER_VARIABLES = {
     "EARLY_STOPPING_PATIENCE": ("early_stopping_patience", _env_int),
     "REFIT_FACTOR": ("refit_factor", _env_float),
     "VALIDATION_FRACTION": ("validation_fraction", _env_float),
+    "ENSEMBLE_SIZE": ("ensemble_size", _env_int),
     "SEED": ("seed", _env_int),
     "WARM_START": ("warm_start", _env_bool),
     "STRATEGY": ("strategy", _env_str),

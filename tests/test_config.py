@@ -106,6 +106,7 @@ def test_unknown_trainer_setting_is_named():
     ("lr_scaling", "cubic", "expected one of none, linear, sqrt"),
     ("lr_decay", "step", "expected one of cosine, none"),
     ("lr_floor", 1.0, r"expected a number in \[0, 1\)"),
+    ("ensemble_size", 0, "expected a whole number >= 1"),
     ("reference_batch_size", 0, "expected a whole number >= 1"),
     ("warmup_fraction", 1.5, r"expected a number in \[0, 1\)"),
     ("profile_steps", (5, 2), "expected two train steps 'first,last' with 1 <= first <= last"),

@@ -13,7 +13,13 @@ import tf_keras
 from trainer_module import export, feature_signature, keys
 from trainer_module.config import TrainerConfig
 from trainer_module.features import CATEGORY, FLOAT, PACKED_NAMES
-from trainer_module.model import build_model, category_sizes, compile_model, model_inputs
+from trainer_module.model import (
+    Ensemble,
+    build_model,
+    category_sizes,
+    compile_model,
+    model_inputs,
+)
 
 # The serving outputs each task promises: name → (dtype, width; None: the class count).
 OUTPUTS = {"binary": {"probabilities": (tf.float32, 1)},
@@ -292,3 +298,42 @@ def test_category_pairs_keep_a_budget_linear_in_the_column_count(features):
         assert max(kept) <= products[per_feature * features]
     out = layer([tf.constant([0, 1]) for _ in sizes])
     assert out.shape == (2, len(layer.blocks))
+
+
+def test_an_ensemble_trains_on_its_members_losses_and_answers_their_mean(task_data, tmp_path):
+    """TabM-mini: k members share the MLP; the step minimises the mean of the members' own
+    losses (more than the loss of their mean, which is what a plain head would train on), and
+    the model, and its export, answer the mean of the members' predictions."""
+    spec = task_data.spec
+    scale = (12.5, 10.0) if spec.task == "regression" else (0.0, 1.0)
+    config = TrainerConfig.create(hidden_units=(128,), ensemble_size=4, dropout=0.0)
+    model = _model(task_data, config, scale)
+    assert isinstance(model, Ensemble)
+    batch = next(iter(tf.data.TFRecordDataset(task_data.train_files, "GZIP").batch(64)))
+    transformed = tf.io.parse_example(batch, _tft(task_data).transformed_feature_spec())
+    inputs, labels = model_inputs(transformed, spec), transformed[spec.label_key]
+    per_member = model.members()(inputs).numpy()
+    assert per_member.shape == (64, 4, spec.num_classes if spec.task == "multiclass" else 1)
+    np.testing.assert_allclose(model(inputs).numpy(), per_member.mean(axis=1), rtol=1e-5,
+                               atol=1e-6)
+    assert np.ptp(per_member, axis=1).max() > 1e-3  # the members answer differently
+    compile_model(model, spec, optimizer=tf_keras.optimizers.legacy.Adam(1e-3),
+                  steps_per_execution=1, jit_compile=False, label_scale=scale)
+    members_loss = np.mean([float(model.compute_loss(y=labels,
+                                                     y_pred=tf.constant(per_member[:, i])))
+                            for i in range(4)])
+    mean_loss = float(model.compute_loss(y=labels, y_pred=tf.constant(per_member.mean(axis=1))))
+    history = model.fit(inputs, labels, batch_size=64, epochs=1, verbose=0)
+    assert history.history["loss"][0] == pytest.approx(members_loss, rel=1e-4)
+    assert members_loss > mean_loss
+    # The export answers as the trained ensemble does.
+    export_dir = str(tmp_path / "serving")
+    export.export_serving_model(model, config, spec, _tft(task_data), export_dir, scale)
+    rows = list(task_data.eval_csv_rows[:5])
+    serving = task_data.rows.serialized(rows, serving=True)
+    out = tf.saved_model.load(export_dir).signatures[keys.SERVING_SIGNATURE](
+        examples=tf.constant(serving))
+    parsed = tf.io.parse_example(serving, export.serving_raw_feature_spec(_tft(task_data), spec))
+    expected = model(model_inputs(_tft(task_data).transform_features_layer()(parsed), spec))
+    np.testing.assert_allclose(out[spec.task_info.prediction_key].numpy(), expected.numpy(),
+                               rtol=1e-5, atol=1e-6)

@@ -240,6 +240,18 @@ def test_train_step_compiles_with_xla_and_traces_once(task_data):
     assert "Input cache: train ~" in text  # the Trainer's own decision, measured as it is
 
 
+def test_an_ensembles_step_compiles_with_xla_in_bfloat16(transformed_data):
+    """TabM-mini's members (ModelConfig.ensemble_size) keep the step TPU-shaped: static
+    shapes, one trace, bfloat16 compute under XLA."""
+    report = tool_tpu_step.check(
+        transformed_data.transform_dir, transformed_data.train_files,
+        TrainerConfig.create(per_replica_batch_size=32, steps_per_execution=4, ensemble_size=8),
+        transformed_data.spec, steps=16)
+    assert report.xla_ok, report.xla_error
+    assert report.traces == 1 and report.steps_run == 16 and report.ready
+    assert report.precision == "mixed_bfloat16"
+
+
 def test_budget_verdict_names_the_waiting_share():
     slow_input = tool_tpu_step.Budget(input_per_s=1_000, step_per_s=4_000)
     assert slow_input.waiting == pytest.approx(0.75)

@@ -97,6 +97,13 @@ class ModelConfig:
       up to 17 features every pair fits; past that, the pairs with the fewest combinations.
     dropout: dropout rate after each hidden layer and on the pairs' embeddings.
     l2: L2 weight penalty on hidden layers and embeddings.
+    ensemble_size: k members sharing the MLP, as TabM-mini (Gorishniy et al., ICLR 2025) builds
+      them: each member scales the features by its own learned vector (started at random
+      signs), the hidden layers are shared, and each member has its own head. The k rows of a
+      member batch go through each hidden layer as one matmul ([batch·k, width]), so the step
+      keeps static shapes; training minimises the mean of the members' losses, and the model
+      answers (and is scored and early-stopped on) the mean of their predictions. A step costs
+      about k times the MLP's arithmetic. 1: one plain MLP.
     """
 
     hidden_units: tuple[int, ...] = (256, 128)
@@ -106,6 +113,7 @@ class ModelConfig:
     pairs_per_feature: int = 8
     dropout: float = 0.3
     l2: float = 0.001
+    ensemble_size: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_units", tuple(self.hidden_units))
@@ -123,6 +131,7 @@ class ModelConfig:
                 "(the pair hash multiplies two ids below it in int32), or 0 for no pairs")
         _check_fraction("dropout", self.dropout)
         _check_fraction("l2", self.l2)
+        _check_int("ensemble_size", self.ensemble_size, minimum=1)
 
 
 @dataclasses.dataclass(frozen=True)

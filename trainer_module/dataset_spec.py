@@ -31,7 +31,8 @@ BUDGET_KEYS = ("train_steps", "epochs", "per_replica_batch_size")
 TRAINING_CONFIG_KEYS = ("early_stopping_patience", "refit_factor", "lr_floor")
 TRAINING_KEYS = (*BUDGET_KEYS, *TRAINING_CONFIG_KEYS, "window_spans")
 # The network a spec may give ([model]): ModelConfig's settings of the same names.
-MODEL_KEYS = ("hidden_units", "embedding_dim", "dropout", "l2", "cross_buckets")
+MODEL_KEYS = ("hidden_units", "embedding_dim", "dropout", "l2", "cross_buckets",
+              "ensemble_size")
 
 
 class SpecError(ValueError):

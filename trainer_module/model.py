@@ -23,6 +23,8 @@ PAIRS_LAYER = "category_pairs_embedding"
 
 # A regression head's (mean, std) of the label; classification heads ignore it.
 NO_SCALE = (0.0, 1.0)
+# An ensemble's layer that averages its members' predictions (ModelConfig.ensemble_size).
+MEMBER_MEAN_LAYER = "member_mean"
 
 
 def model_inputs(transformed: dict[str, tf.Tensor], spec: DatasetSpec) -> dict[str, tf.Tensor]:
@@ -99,13 +101,105 @@ def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
         parts.insert(0, inputs[values] if order == list(range(len(order)))
                      else tf.gather(inputs[values], order, axis=1))
     x = tf_keras.layers.Concatenate(name="all_features")(parts) if len(parts) > 1 else parts[0]
+    members = settings.ensemble_size
+    if members > 1:
+        x = MemberScales(members, name="member_scales")(x)
     for i, width in enumerate(settings.hidden_units):
         x = tf_keras.layers.Dense(width, activation="relu", name=f"hidden_{i}",
                                   kernel_regularizer=regularizer)(x)
         if settings.dropout:
             x = tf_keras.layers.Dropout(settings.dropout, name=f"dropout_{i}")(x)
-    output = spec.task_info.head(spec.num_classes, label_scale)(x)
-    return tf_keras.Model(inputs=inputs, outputs=output, name=spec.name or spec.task)
+    name = spec.name or spec.task
+    if members == 1:
+        output = spec.task_info.head(spec.num_classes, label_scale)(x)
+        return tf_keras.Model(inputs=inputs, outputs=output, name=name)
+    per_member = spec.task_info.head(spec.num_classes, label_scale, MemberDense)(x)
+    output = MemberMean(name=MEMBER_MEAN_LAYER)(per_member)
+    return Ensemble(inputs=inputs, outputs=output, name=name)
+
+
+class MemberScales(tf_keras.layers.Layer):
+    """[batch, d] → [batch, k, d]: the features once per member, each scaled by that
+    member's learned vector (started at random signs, so the members differ from the first
+    step, as TabM-mini starts them)."""
+
+    def __init__(self, members: int, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.members = members
+
+    def build(self, input_shape: tf.TensorShape) -> None:
+        self.scales = self.add_weight(
+            name="scales", shape=(self.members, input_shape[-1]),
+            initializer=lambda shape, dtype=None: tf.sign(
+                tf_keras.initializers.RandomUniform(-1.0, 1.0)(shape, dtype)))
+        super().build(input_shape)
+
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        return x[:, tf.newaxis, :] * tf.cast(self.scales, self.compute_dtype)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "members": self.members}
+
+
+class MemberDense(tf_keras.layers.Layer):
+    """[batch, k, width] → [batch, k, units]: a dense layer of each member's own (the
+    members' heads), all k as one batched matmul."""
+
+    def __init__(self, units: int, activation: str | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.units, self.activation = units, tf_keras.activations.get(activation)
+
+    def build(self, input_shape: tf.TensorShape) -> None:
+        members, width = input_shape[-2], input_shape[-1]
+        self.kernel = self.add_weight(name="kernel", shape=(members, width, self.units),
+                                      initializer="glorot_uniform")
+        self.bias = self.add_weight(name="bias", shape=(members, self.units),
+                                    initializer="zeros")
+        super().build(input_shape)
+
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        y = tf.einsum("bkw,kwu->bku", x, tf.cast(self.kernel, self.compute_dtype))
+        return self.activation(y + tf.cast(self.bias, self.compute_dtype))
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "units": self.units,
+                "activation": tf_keras.activations.serialize(self.activation)}
+
+
+class MemberMean(tf_keras.layers.Layer):
+    """[batch, k, n] → [batch, n]: the ensemble's answer, the mean of its members'."""
+
+    def call(self, per_member: tf.Tensor) -> tf.Tensor:
+        return tf.reduce_mean(per_member, axis=1)
+
+
+class Ensemble(tf_keras.Model):
+    """A model whose answer is the mean of k members' (`MemberMean`), trained on the mean of
+    the members' losses: each member learns to predict the label on its own, which is what
+    makes their mean better than one of them (TabM). Evaluation, validation, early stopping
+    and serving all see the mean."""
+
+    def train_step(self, data: tuple) -> dict[str, tf.Tensor]:
+        x, y, sample_weight = tf_keras.utils.unpack_x_y_sample_weight(data)
+        members = self.members()
+        with tf.GradientTape() as tape:
+            per_member = members(x, training=True)  # [batch, k, n]
+            k, n = per_member.shape[1], per_member.shape[2]
+            # Each member's prediction beside its own copy of the row's label and weight.
+            loss = self.compute_loss(
+                x, tf.repeat(y, k, axis=0), tf.reshape(per_member, [-1, n]),
+                None if sample_weight is None else tf.repeat(sample_weight, k, axis=0))
+        self.optimizer.minimize(loss, self.trainable_variables, tape=tape)
+        return self.compute_metrics(x, y, tf.reduce_mean(per_member, axis=1), sample_weight)
+
+    def members(self) -> tf_keras.Model:
+        """The members' predictions ([batch, k, n]) as a model of the same layers."""
+        if "_members" not in self.__dict__:
+            # Set past Keras' tracking: the layers are this model's own, and a second owner
+            # would put them twice in what is saved.
+            object.__setattr__(self, "_members", tf_keras.Model(
+                self.inputs, self.get_layer(MEMBER_MEAN_LAYER).input))
+        return self.__dict__["_members"]
 
 
 class TokenMean(tf_keras.layers.Layer):

@@ -48,17 +48,20 @@ class Task:
     prediction_key: str
     outputs: tuple[str, ...]
 
-    def head(self, num_classes: int, label_scale: tuple[float, float]) -> Any:
-        """The output layer(s), float32 even under mixed precision so losses stay exact."""
+    def head(self, num_classes: int, label_scale: tuple[float, float],
+             dense: Any = None) -> Any:
+        """The output layer(s), float32 even under mixed precision so losses stay exact;
+        `dense(units, activation=, dtype=, name=)` builds the last layer (default: Keras'
+        Dense; an ensemble's gives each member its own)."""
         import tf_keras
 
+        dense_layer = dense or tf_keras.layers.Dense
         if self.name == BINARY:
-            return tf_keras.layers.Dense(1, activation="sigmoid", dtype="float32", name="head")
+            return dense_layer(1, activation="sigmoid", dtype="float32", name="head")
         if self.name == MULTICLASS:
-            return tf_keras.layers.Dense(num_classes, activation="softmax", dtype="float32",
-                                         name="head")
+            return dense_layer(num_classes, activation="softmax", dtype="float32", name="head")
         mean, std = label_scale
-        dense = tf_keras.layers.Dense(1, dtype="float32", name="head")
+        dense = dense_layer(1, dtype="float32", name="head")
         # The network predicts the target scaled to mean 0 and variance 1; this fixed layer
         # turns it back into the label's own units.
         rescale = tf_keras.layers.Rescaling(std, offset=mean, dtype="float32", name="unscale")
