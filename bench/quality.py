@@ -285,16 +285,18 @@ def compare(runs: list[dict], spec: DatasetSpec, seeds: tuple[int, ...] = SEEDS)
 
 
 def run_seeds(data_dir: str, output: str, dataset: str, pipeline_name: str,
-              seeds: tuple[int, ...] = SEEDS) -> list[dict]:
+              seeds: tuple[int, ...] = SEEDS,
+              settings: dict[str, str] | None = None) -> list[dict]:
     """The DAG once per seed (SEED), in one output dir: after the first run only the Trainer
-    and what follows it run again (the seed is in the Trainer's cache key)."""
+    and what follows it run again (the seed is in the Trainer's cache key). `settings`: Trainer
+    settings (`make run` variables) for every run."""
     from bench import dag_runs
 
     runs = []
     for i, seed in enumerate(seeds):
         print(f"[bench] {dataset}: this project's DAG, seed {seed} → {output}", flush=True)
         dag_runs.run_ours(data_dir, output, 0, None, dataset, fresh=i == 0,
-                          env={"SEED": str(seed)})
+                          env={**(settings or {}), "SEED": str(seed)})
         runs.append(pipeline_run(os.path.join(output, METADATA_FILE), pipeline_name))
     return runs
 
@@ -357,10 +359,10 @@ def messy_header(column: str) -> str:
     return {"Status": "Status"}.get(column, f"{column.title()} ($/%) (2.0)")
 
 
-def run_suite(work_dir: str, only: tuple[str, ...] = (),
-              seeds: tuple[int, ...] = SEEDS) -> list[dict]:
-    """The suite's datasets (or `only` these names): CSV, `make dataset`, the DAG and the trees
-    over `seeds`."""
+def run_suite(work_dir: str, only: tuple[str, ...] = (), seeds: tuple[int, ...] = SEEDS,
+              settings: dict[str, str] | None = None) -> list[dict]:
+    """The suite's datasets (or `only` these names): CSV, `make dataset`, the DAG (with the
+    Trainer `settings`, if any) and the trees over `seeds`."""
     from bench import dag_runs
     from pipeline import datasets
 
@@ -390,7 +392,7 @@ def run_suite(work_dir: str, only: tuple[str, ...] = (),
         output = os.path.join(root, "output")
         spec, _ = datasets.load_spec(folder)
         result = compare(run_seeds(data_dir, output, folder, dag_runs.pipeline_name(folder),
-                                   seeds), spec, seeds)
+                                   seeds, settings), spec, seeds)
         result["source"] = f"{entry.package}/{entry.item}"
         print(markdown([result]), flush=True)
         compared.append(result)
@@ -479,6 +481,25 @@ def publish(compared: list[dict], results_dir: str, doc: str | None,
         tables.replace_block(doc, BLOCK_BEGIN, BLOCK_END, table)
 
 
+def trainer_settings(given: list[str]) -> dict[str, str]:
+    """`VARIABLE=VALUE` words as a dict of Trainer settings (`make run` variables).
+
+    Raises:
+      ValueError: a word is not VARIABLE=VALUE, or names no Trainer setting.
+    """
+    from pipeline.env_settings import TRAINER_VARIABLES
+
+    settings = {}
+    for word in given:
+        variable, equals, value = word.partition("=")
+        if not equals or variable not in TRAINER_VARIABLES or variable == "SEED":
+            raise ValueError(f"--setting {word!r}: expected VARIABLE=VALUE with VARIABLE one of "
+                             f"{', '.join(v for v in TRAINER_VARIABLES if v != 'SEED')} (the "
+                             "bench sets SEED itself)")
+        settings[variable] = value
+    return settings
+
+
 def main(argv: list[str]) -> int:
     import argparse
 
@@ -494,10 +515,17 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--only", nargs="*", default=(),
                         help="run only these suite datasets and print their rows (nothing "
                         "is written to the results or the docs)")
+    parser.add_argument("--setting", action="append", default=[], metavar="VARIABLE=VALUE",
+                        help="with --only: a Trainer setting (a `make run` variable, e.g. "
+                        "ENSEMBLE_SIZE=8) for every pipeline run, to try a recipe")
     args = parser.parse_args(argv)
     seeds = tuple(range(args.seeds))
+    settings = trainer_settings(args.setting)
+    if settings and not args.only:
+        parser.error("--setting changes the pipeline from its defaults: use it with --only, "
+                     "whose rows are printed and never published as the suite's table")
     if args.only:  # a look at some datasets: printed, never published as the suite's table
-        print(markdown(run_suite(paths.WORK_DIR, tuple(args.only), seeds)))
+        print(markdown(run_suite(paths.WORK_DIR, tuple(args.only), seeds, settings)))
         return 0
     compared = run_shipped(paths.WORK_DIR, seeds=seeds) + run_suite(paths.WORK_DIR, seeds=seeds)
     publish(compared, args.results_dir, paths.BENCHMARKS_DOC if args.update_docs else None)

@@ -612,3 +612,17 @@ def test_quality_compares_with_the_best_of_three_trees_over_seeds(tmp_path):
     assert [r["met"] for r in missed["metrics"] if r["metric"] == "auc"] == [False]
     table = quality.markdown([kept])
     assert f"≥ {best} − 0.005 | yes |" in table and "± 0.0020" in table, table
+
+
+def test_quality_settings_name_trainer_variables_and_stay_out_of_the_published_table(capsys):
+    from bench import quality
+
+    assert quality.trainer_settings(["ENSEMBLE_SIZE=8", "LR_FLOOR=0.1"]) == {
+        "ENSEMBLE_SIZE": "8", "LR_FLOOR": "0.1"}
+    for bad in ("ENSEMBLE_SIZE", "HIDDEN=3", "SEED=4"):
+        with pytest.raises(ValueError, match="expected VARIABLE=VALUE with VARIABLE one of"):
+            quality.trainer_settings([bad])
+    # A recipe's rows are a look (--only), never the suite's published table.
+    with pytest.raises(SystemExit):
+        quality.main(["--setting", "ENSEMBLE_SIZE=8"])
+    assert "use it with --only" in capsys.readouterr().err
