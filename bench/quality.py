@@ -15,6 +15,7 @@ beside the Evaluator's, and the target is against the best of them.
 
 import dataclasses
 import glob
+import math
 import os
 import re
 import subprocess
@@ -465,8 +466,50 @@ def markdown(compared: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _beats(row: dict) -> bool:
+    """The pipeline's mean is better than the best tree's on this row's metric."""
+    ours, best = row["pipeline"], row["trees"][row["best"]]["mean"]
+    return ours is not None and (ours["mean"] < best if row["metric"] == "rmse"
+                                 else ours["mean"] > best)
+
+
+def summary(compared: list[dict], stamp: dict, seconds: float) -> str:
+    """The targets' tally over the datasets (a dataset that failed misses them all), the
+    misses with their numbers, and when, where and how long the run took."""
+    targets = {e["dataset"]: next((r for r in e.get("metrics", ()) if r["met"] is not None),
+                                  None) for e in compared}
+    met = [d for d, row in targets.items() if row and row["met"]]
+    better = [d for d, row in targets.items() if row and _beats(row)]
+    half = math.ceil(len(targets) / 2)
+    misses = []
+    for dataset, row in targets.items():
+        if row is None:
+            misses.append(f"{dataset} (no run)")
+        elif not row["met"]:
+            ours, best = row["pipeline"], row["trees"][row["best"]]["mean"]
+            misses.append(f"{dataset} ({row['metric']} "
+                          f"{'—' if ours is None else _figure(ours, row['metric'])} against "
+                          f"{row['best']}'s {best:.4f})")
+    m = stamp["machine"]
+    seeds = max((row["pipeline"]["runs"] for row in targets.values()
+                 if row and row["pipeline"]), default=0)
+    return "\n".join([
+        f"Measured {stamp['measured_at']} by `make bench-quality` on {m['cpu']}, "
+        f"{m['cores']} cores, in {seconds / 60:.0f} min ({len(compared)} datasets, "
+        f"{seeds} seeds each).",
+        "",
+        f"- Target against the best tree met on {len(met)} of {len(targets)} datasets"
+        + (f"; missed on {', '.join(misses)}." if misses else "."),
+        f"- Better than the best tree on {len(better)} of {len(targets)} (target: at least "
+        f"{half}){': ' + ', '.join(better) if better else ''}.",
+    ])
+
+
 def publish(compared: list[dict], results_dir: str, doc: str | None,
-            name: str = "quality") -> None:
+            name: str = "quality", stamp: dict | None = None,
+            seconds: float | None = None) -> None:
+    """Writes the results (`name`.json, `name`.md) and, given `doc`, its block; with the
+    run's `stamp` and wall `seconds`, the targets' tally above the table."""
     import json
 
     from bench import tables
@@ -475,6 +518,8 @@ def publish(compared: list[dict], results_dir: str, doc: str | None,
     with open(os.path.join(results_dir, f"{name}.json"), "w", encoding="utf-8") as f:
         json.dump(compared, f, indent=2)
     table = markdown(compared)
+    if stamp is not None and seconds is not None:
+        table = summary(compared, stamp, seconds) + "\n\n" + table
     with open(os.path.join(results_dir, f"{name}.md"), "w", encoding="utf-8") as f:
         f.write(table + "\n")
     if doc:
@@ -527,8 +572,12 @@ def main(argv: list[str]) -> int:
     if args.only:  # a look at some datasets: printed, never published as the suite's table
         print(markdown(run_suite(paths.WORK_DIR, tuple(args.only), seeds, settings)))
         return 0
+    from bench import tables
+
+    stamp, started = tables.stamp(), time.monotonic()
     compared = run_shipped(paths.WORK_DIR, seeds=seeds) + run_suite(paths.WORK_DIR, seeds=seeds)
-    publish(compared, args.results_dir, paths.BENCHMARKS_DOC if args.update_docs else None)
+    publish(compared, args.results_dir, paths.BENCHMARKS_DOC if args.update_docs else None,
+            stamp=stamp, seconds=time.monotonic() - started)
     print(markdown(compared))
     return 0
 

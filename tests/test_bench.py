@@ -612,6 +612,17 @@ def test_quality_compares_with_the_best_of_three_trees_over_seeds(tmp_path):
     assert [r["met"] for r in missed["metrics"] if r["metric"] == "auc"] == [False]
     table = quality.markdown([kept])
     assert f"≥ {best} − 0.005 | yes |" in table and "± 0.0020" in table, table
+    # The tally above the table: targets met, and datasets where the pipeline beats the best.
+    beaten = {**kept, "dataset": "beaten"}
+    beaten["metrics"] = [{**r, "pipeline": {**r["pipeline"], "mean": line + 0.1}}
+                         for r in kept["metrics"]]
+    stamp = {"measured_at": "2026-11-28T20:00:00+00:00", "machine": {"cpu": "CPU", "cores": 2}}
+    text = quality.summary([kept, {**missed, "dataset": "missed"}, beaten,
+                            {"dataset": "broken", "failed": "no label"}], stamp, 5400)
+    assert "on CPU, 2 cores, in 90 min (4 datasets, 2 seeds each)" in text
+    assert "met on 2 of 4 datasets; missed on missed (auc " in text
+    assert f"against {best}'s {scores[best]['auc']['mean']:.4f}), broken (no run)." in text
+    assert "Better than the best tree on 1 of 4 (target: at least 2): beaten." in text
 
 
 def test_quality_settings_name_trainer_variables_and_stay_out_of_the_published_table(capsys):
