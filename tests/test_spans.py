@@ -86,6 +86,21 @@ def test_an_executor_no_driver_ran_before_resolves_and_records_the_newest_span(t
     assert exec_properties == resolved
 
 
+def test_a_span_store_lists_each_kind_of_entry_by_span(tmp_path):
+    """A compiled spec's span store holds statistics folders (span-N) and Examples records
+    (span-N.json) side by side; each lister sees its own kind only."""
+    store = str(tmp_path / "store")
+    assert spans.stored(store) == {}  # no store yet: nothing filed
+    for entry in ("span-1", "span-12", "span-x"):
+        os.makedirs(os.path.join(store, entry))
+    for entry in ("span-1.json", "span-3.json", "span-3.json.tmp", "notes.json"):
+        open(os.path.join(store, entry), "w").close()
+    assert spans.stored(store) == {1: os.path.join(store, "span-1"),
+                                   12: os.path.join(store, "span-12")}
+    assert spans.stored(store, ".json") == {1: spans.store_entry(store, 1, ".json"),
+                                            3: spans.store_entry(store, 3, ".json")}
+
+
 def test_a_flat_folder_is_one_span_as_before(tmp_path):
     _taxi_spans(tmp_path, ["."], rows_each=300)
     config = configure(data_dir=str(tmp_path)).validate()

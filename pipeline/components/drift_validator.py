@@ -17,7 +17,6 @@ has nothing to compare with, which drift.json and the log say.
 
 import json
 import os
-import re
 
 import tensorflow as tf
 import tensorflow_data_validation as tfdv
@@ -27,13 +26,11 @@ from tfx.dsl.component.experimental.decorators import component
 from tfx.types import standard_artifacts
 from tfx.utils import io_utils
 
-from pipeline import drift
+from pipeline import drift, spans
 from pipeline.components.span_resolver import span_of
 from trainer_module import keys
 
 DRIFT_FILE = "drift.json"
-# The folder of the statistics store a span's training statistics are filed under.
-_STORED_SPAN = "span-{}"
 
 
 def _train_statistics_file(artifact: standard_artifacts.ExampleStatistics) -> str:
@@ -42,15 +39,9 @@ def _train_statistics_file(artifact: standard_artifacts.ExampleStatistics) -> st
 
 def stored_spans(store: str) -> dict[int, str]:
     """Span number → its training statistics file, of every span filed in `store`."""
-    if not tf.io.gfile.isdir(store):
-        return {}
-    found = {}
-    for name in tf.io.gfile.listdir(store):
-        match = re.fullmatch(_STORED_SPAN.format(r"(\d+)"), name.rstrip("/"))
-        path = os.path.join(store, name.rstrip("/"), keys.STATISTICS_FILE)
-        if match and tf.io.gfile.exists(path):
-            found[int(match.group(1))] = path
-    return found
+    files = {span: os.path.join(folder, keys.STATISTICS_FILE)
+             for span, folder in spans.stored(store).items()}
+    return {span: path for span, path in files.items() if tf.io.gfile.exists(path)}
 
 
 def _file_and_find_previous(store: str, span: int,
@@ -58,7 +49,7 @@ def _file_and_find_previous(store: str, span: int,
                             ) -> tuple[int | None, str | None]:
     """Files this span's training statistics in `store`; returns the newest earlier span filed
     there and its statistics file, or (None, None)."""
-    folder = os.path.join(store, _STORED_SPAN.format(span))
+    folder = spans.store_entry(store, span)
     tf.io.gfile.makedirs(folder)
     tf.io.gfile.copy(_train_statistics_file(statistics),
                      os.path.join(folder, keys.STATISTICS_FILE), overwrite=True)

@@ -15,7 +15,6 @@ those, and its log and the artifact's `window` property name them.
 
 import json
 import os
-import re
 
 import tensorflow as tf
 from absl import logging
@@ -23,24 +22,21 @@ from tfx.dsl.component.experimental.annotations import InputArtifact, OutputArti
 from tfx.dsl.component.experimental.decorators import component
 from tfx.types import artifact_utils, standard_artifacts
 
+from pipeline import spans
 from pipeline.components.span_resolver import span_of
 from trainer_module import keys
 
-# A span's record in the store: the URI of the Examples that hold it.
-_RECORD = "span-{}.json"
+# A span's record in the store (`span-N.json`): the URI of the Examples that hold it.
+_RECORD_SUFFIX = ".json"
 WINDOW_PROPERTY = "window"  # the spans the window's Examples hold, comma-separated
 
 
 def filed_spans(store: str) -> dict[int, dict]:
     """Span number → its record ({"uri": …}), of every span filed in `store`."""
-    if not tf.io.gfile.isdir(store):
-        return {}
     found = {}
-    for name in tf.io.gfile.listdir(store):
-        match = re.fullmatch(_RECORD.format(r"(\d+)").replace(".", r"\."), name)
-        if match:
-            with tf.io.gfile.GFile(os.path.join(store, name)) as f:
-                found[int(match.group(1))] = json.load(f)
+    for span, path in spans.stored(store, _RECORD_SUFFIX).items():
+        with tf.io.gfile.GFile(path) as f:
+            found[span] = json.load(f)
     return found
 
 
@@ -61,7 +57,7 @@ def SpanWindow(
     del code_version
     span = span_of(examples)
     tf.io.gfile.makedirs(store)
-    with tf.io.gfile.GFile(os.path.join(store, _RECORD.format(span)), "w") as f:
+    with tf.io.gfile.GFile(spans.store_entry(store, span, _RECORD_SUFFIX), "w") as f:
         json.dump({"uri": examples.uri}, f)
     filed = filed_spans(store)
     chosen = sorted(s for s in filed if s <= span)[-window_spans:]
