@@ -109,6 +109,7 @@ TRAINER_VARIABLES = {
     "EPOCHS": ("epochs", _env_int),
     "EARLY_STOPPING_PATIENCE": ("early_stopping_patience", _env_int),
     "REFIT_FACTOR": ("refit_factor", _env_float),
+    "LABEL_SMOOTHING": ("label_smoothing", _env_float),
     "VALIDATION_FRACTION": ("validation_fraction", _env_float),
     "ENSEMBLE_SIZE": ("ensemble_size", _env_int),
     "SEED": ("seed", _env_int),

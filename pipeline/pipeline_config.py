@@ -19,6 +19,7 @@ from pipeline import REPO_ROOT, csv_check, datasets
 from pipeline import spans as span_folders
 from pipeline.datasets import DEFAULT_DATASET
 from pipeline.errors import ConfigError
+from trainer_module import tasks
 from trainer_module.config import TrainerConfig, TrainerConfigError
 from trainer_module.dataset_spec import (
     TRAINING_CONFIG_KEYS,
@@ -289,6 +290,11 @@ def configure(settings: Settings | None = None, *, trainer: TrainerConfig | None
             values.setdefault("train_steps", spec.train_steps)
     except TrainerConfigError as e:
         raise ConfigError(f"trainer setting {e}") from e
+    smoothing = values["trainer"].training.label_smoothing
+    if smoothing and spec.task == tasks.REGRESSION:
+        raise ConfigError(f"label_smoothing={smoothing!r} (LABEL_SMOOTHING, or [training] in "
+                          f"the spec of {spec.name!r}): a regression label has no classes to "
+                          "smooth toward; use 0 or leave it unset")
     spec = _with_accuracy_overrides(spec, values)
     return PipelineConfig(spec=spec, schema=schema, **values)
 

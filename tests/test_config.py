@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from dataset_rows import TAXI
+from dataset_rows import TAXI, fare_dataset
 from pipeline import local_runner
 from pipeline.env_settings import from_env
 from pipeline.pipeline_config import ConfigError, configure
@@ -106,6 +106,7 @@ def test_unknown_trainer_setting_is_named():
     ("lr_scaling", "cubic", "expected one of none, linear, sqrt"),
     ("lr_decay", "step", "expected one of cosine, none"),
     ("lr_floor", 1.0, r"expected a number in \[0, 1\)"),
+    ("label_smoothing", 1.0, r"expected a number in \[0, 1\)"),
     ("ensemble_size", 0, "expected a whole number >= 1"),
     ("reference_batch_size", 0, "expected a whole number >= 1"),
     ("warmup_fraction", 1.5, r"expected a number in \[0, 1\)"),
@@ -286,3 +287,13 @@ def test_a_non_utf8_file_is_named_with_the_encoding_its_bytes_fit(tmp_path, text
     with pytest.raises(ConfigError, match=f"line 2: .*`iconv -f {encoding} -t utf-8`"):
         configure(data_dir=str(tmp_path)).validate()
     assert data.splitlines()[1].decode(encoding) == text  # the named encoding reads it back
+
+
+def test_label_smoothing_is_for_classes_only(tmp_path):
+    taxi = configure(from_env({"LABEL_SMOOTHING": "0.1"}))
+    assert taxi.trainer.training.label_smoothing == 0.1
+    fare = fare_dataset(str(tmp_path))
+    with pytest.raises(ConfigError, match=r"label_smoothing=0.1 \(LABEL_SMOOTHING, or \[training\] "
+                       r"in the spec of 'taxi-fare'\): a regression label has no classes"):
+        configure(from_env({"LABEL_SMOOTHING": "0.1"}), dataset=fare.dataset,
+                  data_dir=os.path.dirname(fare.csv_path))

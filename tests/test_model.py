@@ -337,3 +337,33 @@ def test_an_ensemble_trains_on_its_members_losses_and_answers_their_mean(task_da
     expected = model(model_inputs(_tft(task_data).transform_features_layer()(parsed), spec))
     np.testing.assert_allclose(out[spec.task_info.prediction_key].numpy(), expected.numpy(),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_label_smoothing_moves_the_loss_labels_toward_the_uniform_answer(task_data):
+    """With label_smoothing s the loss's target is 1 - s on the true class plus s / classes
+    on each (binary: on the positive's probability), on the compiled model's own loss."""
+    spec = task_data.spec
+    if spec.task == "regression":
+        with pytest.raises(ValueError, match="label_smoothing=0.1: a regression label has no"):
+            spec.task_info.loss(spec.regression_loss, (0.0, 1.0), 0.1)
+        return
+    model = _model(task_data, TrainerConfig.create(l2=0.0))
+    batch = next(iter(tf.data.TFRecordDataset(task_data.train_files, "GZIP").batch(64)))
+    transformed = tf.io.parse_example(batch, _tft(task_data).transformed_feature_spec())
+    inputs, labels = model_inputs(transformed, spec), transformed[spec.label_key]
+    predicted = model(inputs).numpy().astype(np.float64)
+    y = labels.numpy().reshape(-1).astype(int)
+    if spec.task == "binary":
+        target = y * 0.9 + 0.05
+        p = np.clip(predicted[:, 0], 1e-7, 1 - 1e-7)
+        expected = np.mean(-(target * np.log(p) + (1 - target) * np.log(1 - p)))
+    else:
+        target = np.eye(spec.num_classes)[y] * 0.9 + 0.1 / spec.num_classes
+        expected = np.mean(-(target * np.log(np.clip(predicted, 1e-7, 1.0))).sum(axis=1))
+    losses = {}
+    for smoothing in (0.0, 0.1):
+        compile_model(model, spec, optimizer=tf_keras.optimizers.legacy.Adam(1e-3),
+                      steps_per_execution=1, jit_compile=False, label_smoothing=smoothing)
+        losses[smoothing] = float(model.compute_loss(y=labels, y_pred=tf.constant(predicted)))
+    assert losses[0.1] == pytest.approx(expected, rel=1e-4)
+    assert abs(losses[0.1] - losses[0.0]) > 1e-3

@@ -170,6 +170,11 @@ class TrainingConfig:
       where the slice's rows are a real share of what there is to learn from; much beyond E
       it overfits where the validation loss and the metric agree (docs/trainer-and-tpu.md,
       "Refit on every training row"). Without a validation slice nothing is refitted.
+    label_smoothing: classification only: the loss sees each label moved this share toward
+      the uniform answer (1 - s on the true class plus s / classes on every class), so the
+      model is not pushed toward certainty on rows it has already learned (RealMLP,
+      Holzmüller et al., 2024, uses 0.1). Serving, the Evaluator and the thresholds see the
+      model's plain probabilities. A regression dataset refuses any value but 0.
     warm_start: start from the weights of the latest blessed model (continuous training on new
       data) when its layer shapes match; a mismatch (a vocabulary grew) fails with the layers
       that differ.
@@ -186,6 +191,7 @@ class TrainingConfig:
     checkpoint_epochs: int = 5
     early_stopping_patience: int = 10
     refit_factor: float = 0.0
+    label_smoothing: float = 0.0
     warm_start: bool = False
     seed: int = 42
 
@@ -207,6 +213,7 @@ class TrainingConfig:
             raise TrainerConfigError(
                 f"refit_factor={self.refit_factor!r}: expected 0 (off) or a number in "
                 f"[1, {MAX_REFIT_FACTOR}]")
+        _check_fraction("label_smoothing", self.label_smoothing)
         _check_bool("warm_start", self.warm_start)
         _check_int("seed", self.seed, minimum=0)
 

@@ -28,7 +28,8 @@ DELIMITERS = (",", ";", "\t", "|")
 # The budget's keys in [training] (whole numbers), and the TrainingConfig settings a spec may
 # give there (each checked by TrainingConfig itself).
 BUDGET_KEYS = ("train_steps", "epochs", "per_replica_batch_size")
-TRAINING_CONFIG_KEYS = ("early_stopping_patience", "refit_factor", "lr_floor")
+TRAINING_CONFIG_KEYS = ("early_stopping_patience", "refit_factor", "lr_floor",
+                        "label_smoothing")
 TRAINING_KEYS = (*BUDGET_KEYS, *TRAINING_CONFIG_KEYS, "window_spans")
 # The network a spec may give ([model]): ModelConfig's settings of the same names.
 MODEL_KEYS = ("hidden_units", "embedding_dim", "dropout", "l2", "cross_buckets",
@@ -114,8 +115,8 @@ class DatasetSpec:
       (such rows are left out of training and evaluation, and the report counts them);
     train_steps / epochs / per_replica_batch_size: defaults for this dataset's size (settings
       win): a budget in train steps, or in passes over the training rows.
-    early_stopping_patience / refit_factor / lr_floor: this dataset's TrainingConfig settings
-      of the same names (settings win); None: the Trainer's default.
+    early_stopping_patience / refit_factor / lr_floor / label_smoothing: this dataset's
+      TrainingConfig settings of the same names (settings win); None: the Trainer's default.
     model: the network for this dataset ([model], MODEL_KEYS → value; settings win): sizes for
       its row count, and whether categories are paired; as (key, value) pairs.
     delimiter / missing_values: how the CSV files are written ([csv]): the field delimiter, and
@@ -151,6 +152,7 @@ class DatasetSpec:
     early_stopping_patience: int | None = None
     refit_factor: float | None = None
     lr_floor: float | None = None
+    label_smoothing: float | None = None
     model: tuple[tuple[str, Any], ...] = ()
     delimiter: str = ","
     missing_values: tuple[str, ...] = ()

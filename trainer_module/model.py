@@ -293,12 +293,14 @@ def chosen_pairs(sizes: list[int], max_pairs: int | None) -> list[tuple[int, int
 
 def compile_model(model: tf_keras.Model, spec: DatasetSpec, *,
                   optimizer: tf_keras.optimizers.Optimizer, steps_per_execution: int,
-                  jit_compile: bool, label_scale: tuple[float, float] = NO_SCALE) -> None:
-    """Compiles with the task's loss and weighted metrics (the plan chooses the rest)."""
+                  jit_compile: bool, label_scale: tuple[float, float] = NO_SCALE,
+                  label_smoothing: float = 0.0) -> None:
+    """Compiles with the task's loss (TrainingConfig.label_smoothing) and weighted metrics (the
+    plan chooses the rest)."""
     task = spec.task_info
     model.compile(
         optimizer=optimizer,
-        loss=task.loss(spec.regression_loss, label_scale),
+        loss=task.loss(spec.regression_loss, label_scale, label_smoothing),
         # Weighted, so rows without a label (weight 0, missing_labels="drop") count nowhere;
         # with no weights they are the plain metrics.
         weighted_metrics=task.keras_metrics(),

@@ -295,7 +295,8 @@ class TrainingPlan:
                 model.compile_model(
                     keras_model, self.spec, optimizer=optimizer,
                     steps_per_execution=self.steps_per_execution, jit_compile=self.jit_compile,
-                    label_scale=label_scale)
+                    label_scale=label_scale,
+                    label_smoothing=self.config.training.label_smoothing)
                 # Adam's slots exist before the first step: a train function that creates
                 # variables is traced twice (once to create them, once to run). The legacy optimizer
                 # has no public `build`; this is what its apply_gradients calls first.

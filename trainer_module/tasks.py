@@ -67,13 +67,28 @@ class Task:
         rescale = tf_keras.layers.Rescaling(std, offset=mean, dtype="float32", name="unscale")
         return lambda x: rescale(dense(x))
 
-    def loss(self, regression_loss: str, label_scale: tuple[float, float]) -> Any:
+    def loss(self, regression_loss: str, label_scale: tuple[float, float],
+             label_smoothing: float = 0.0) -> Any:
         import tf_keras
 
         if self.name == BINARY:
-            return tf_keras.losses.BinaryCrossentropy()
+            return tf_keras.losses.BinaryCrossentropy(label_smoothing=label_smoothing)
         if self.name == MULTICLASS:
-            return tf_keras.losses.SparseCategoricalCrossentropy()
+            if not label_smoothing:
+                return tf_keras.losses.SparseCategoricalCrossentropy()
+            import tensorflow as tf
+
+            def smoothed_loss(y_true, y_pred):
+                # Keras' sparse loss takes no smoothing: the class ids as one-hot rows.
+                ids = tf.cast(tf.reshape(y_true, [-1]), tf.int32)
+                return tf_keras.losses.categorical_crossentropy(
+                    tf.one_hot(ids, tf.shape(y_pred)[-1], dtype=y_pred.dtype), y_pred,
+                    label_smoothing=label_smoothing)
+
+            return smoothed_loss
+        if label_smoothing:
+            raise ValueError(f"label_smoothing={label_smoothing!r}: a regression label has "
+                             "no classes to smooth toward; use 0")
         # Per-example functions: Keras wraps a loss function with the reduction a distribution
         # strategy needs (a loss object called inside it would reduce on its own, and fail).
         base = (tf_keras.losses.mean_squared_error if regression_loss == "mse"
