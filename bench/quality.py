@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -322,7 +323,7 @@ def fingerprint(seeds: tuple[int, ...], settings: dict[str, str] | None,
     return digest.hexdigest()[:16]
 
 
-def kept(store: str, name: str, produce) -> dict:
+def kept(store: str, name: str, produce: Callable[[], dict]) -> dict:
     """`name`'s result: as a finished run of the same fingerprint kept it in `store`, or else
     `produce()`'s, with its wall `seconds`, kept there before it is returned."""
     path = os.path.join(store, f"{name}.json")
