@@ -105,10 +105,11 @@ browser:
 
 # The kfp-local end-to-end test runs tasks in .venv-image (`make image-venv`).
 # Tests run on two processes (pytest-xdist): the end-to-end runs spend most of their time in
-# single-threaded start-up. TEST_WORKERS=0 runs them in this process.
+# single-threaded start-up. TEST_WORKERS=0 runs them in this process. The slowest tests are
+# listed at the end, where CI's time goes.
 TEST_WORKERS ?= 2
 test: venv image-venv browser
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --durations=20
 
 # The HTML report of the latest run in output/ (or OUTPUT_DIR); `make run` writes it too.
 report: venv
