@@ -10,8 +10,10 @@ import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras
 
+from dataset_rows import TAXI
 from trainer_module import export, feature_signature, keys
 from trainer_module.config import TrainerConfig
+from trainer_module.dataset_spec import from_dict
 from trainer_module.features import CATEGORY, FLOAT, PACKED_NAMES
 from trainer_module.model import (
     Ensemble,
@@ -337,6 +339,27 @@ def test_an_ensemble_trains_on_its_members_losses_and_answers_their_mean(task_da
     expected = model(model_inputs(_tft(task_data).transform_features_layer()(parsed), spec))
     np.testing.assert_allclose(out[spec.task_info.prediction_key].numpy(), expected.numpy(),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_an_ensemble_trains_on_columns_whose_names_keras_cannot_take_as_they_are():
+    """A column such as 'Payment Type' reaches Keras under its TensorFlow-safe name
+    ('Payment_Type_…'); the members' model, which the ensemble's step trains, takes the inputs
+    as the model does, keyed by the column-derived names."""
+    values = TAXI.spec.to_dict()
+    values["features"] = {"Payment Type" if column == "payment_type" else column: roles
+                          for column, roles in values["features"].items()}
+    values["evaluation"]["slices"] = []
+    spec = from_dict(values, "spec.toml", "taxi")
+    sizes = {out.name: 11 for out in spec.model_outputs() if out.kind == CATEGORY}
+    model = build_model(TrainerConfig.create(hidden_units=(8,), ensemble_size=2), spec, sizes)
+    assert "Payment Type_xf" in model.input
+    inputs = {name: tf.zeros([4, *tensor.shape[1:]], tensor.dtype)
+              for name, tensor in model.input.items()}
+    assert model.members()(inputs).shape == (4, 2, 1)
+    compile_model(model, spec, optimizer=tf_keras.optimizers.legacy.Adam(1e-3),
+                  steps_per_execution=1, jit_compile=False)
+    history = model.fit(inputs, tf.zeros([4, 1]), batch_size=4, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
 
 
 def test_label_smoothing_moves_the_loss_labels_toward_the_uniform_answer(task_data):

@@ -196,9 +196,11 @@ class Ensemble(tf_keras.Model):
         """The members' predictions ([batch, k, n]) as a model of the same layers."""
         if "_members" not in self.__dict__:
             # Set past Keras' tracking: the layers are this model's own, and a second owner
-            # would put them twice in what is saved.
+            # would put them twice in what is saved. `self.input` is the inputs' dict, keyed
+            # as the model is called; `self.inputs` would key them by their Keras names, which
+            # differ for a column that is not a plain name (tf_names.tf_name).
             object.__setattr__(self, "_members", tf_keras.Model(
-                self.inputs, self.get_layer(MEMBER_MEAN_LAYER).input))
+                self.input, self.get_layer(MEMBER_MEAN_LAYER).input))
         return self.__dict__["_members"]
 
 
