@@ -14,7 +14,8 @@ from pipeline.env_settings import from_env
 from pipeline.errors import ConfigError
 from pipeline.pipeline_config import configure
 from pipeline.tools import bootstrap
-from trainer_module.config import TrainerConfig
+from trainer_module import tasks
+from trainer_module.config import ModelConfig, TrainerConfig
 from trainer_module.missing import folded
 
 
@@ -76,14 +77,16 @@ def test_roles_follow_the_data_with_their_reasons(churn, tmp_path):
     assert size == bootstrap.NETWORK_SIZES[0]
     assert spec["model"] == {"hidden_units": list(size.hidden_units),
                              "embedding_dim": bootstrap.EMBEDDING_DIM, "dropout": size.dropout,
-                             "l2": size.l2, "cross_buckets": 1009}
+                             "l2": size.l2, "cross_buckets": 1009,
+                             "ensemble_size": bootstrap.BINARY_ENSEMBLE_SIZE}
     # What it wrote is what the pipeline reads, and the Trainer trains.
     loaded, schema = datasets.load_spec(str(tmp_path / "churn"))
     assert loaded.task == "binary" and loaded.classes == ("no", "yes")
     model = configure(from_env({"DATASET": str(tmp_path / "churn")})).trainer.model
     assert (model.hidden_units, model.embedding_dim, model.dropout, model.l2,
-            model.cross_buckets) == (size.hidden_units, bootstrap.EMBEDDING_DIM, size.dropout,
-                                     size.l2, 1009)
+            model.cross_buckets, model.ensemble_size) == (
+        size.hidden_units, bootstrap.EMBEDDING_DIM, size.dropout, size.l2, 1009,
+        bootstrap.BINARY_ENSEMBLE_SIZE)
     assert spec["training"]["refit_factor"] == bootstrap.REFIT_FACTOR
     assert spec["training"]["early_stopping_patience"] == bootstrap.SMALL_DATA_PATIENCE
     training = configure(from_env({"DATASET": str(tmp_path / "churn")})).trainer.training
@@ -132,6 +135,15 @@ def test_small_data_is_refitted_on_every_training_row_and_large_data_is_not():
         bootstrap.LARGE_DATA_ROWS - 1) == bootstrap.REFIT_FACTOR > 0
     assert bootstrap.refit_factor(bootstrap.LARGE_DATA_ROWS) == 0
     TrainerConfig.create(refit_factor=bootstrap.REFIT_FACTOR)  # a value the Trainer accepts
+
+
+def test_small_binary_data_gets_an_ensemble_and_other_data_one_mlp():
+    assert bootstrap.ensemble_size(tasks.BINARY, 0) == bootstrap.ensemble_size(
+        tasks.BINARY, bootstrap.LARGE_DATA_ROWS - 1) == bootstrap.BINARY_ENSEMBLE_SIZE > 1
+    assert bootstrap.ensemble_size(tasks.BINARY, bootstrap.LARGE_DATA_ROWS) == 1
+    assert bootstrap.ensemble_size(tasks.MULTICLASS, 1000) == 1
+    assert bootstrap.ensemble_size(tasks.REGRESSION, 1000) == 1
+    ModelConfig(ensemble_size=bootstrap.BINARY_ENSEMBLE_SIZE)  # a value the Trainer accepts
 
 
 def test_small_data_waits_longer_for_a_lower_validation_loss_than_large_data():
