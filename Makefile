@@ -105,13 +105,11 @@ browser:
 
 # The kfp-local end-to-end test runs tasks in .venv-image (`make image-venv`).
 # Tests run on two processes (pytest-xdist): the end-to-end runs spend most of their time in
-# single-threaded start-up. The long tests come first (tests/conftest.py) and each process
-# takes the next test when it is free (--maxschedchunk 1), so the two end together.
-# TEST_WORKERS=0 runs them in this process. The slowest tests are listed at the end, where
-# CI's time goes.
+# single-threaded start-up. TEST_WORKERS=0 runs them in this process. The slowest tests are
+# listed at the end, where CI's time goes.
 TEST_WORKERS ?= 2
 test: venv image-venv browser
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --maxschedchunk 1 --durations=20
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --durations=20
 
 # The HTML report of the latest run in output/ (or OUTPUT_DIR); `make run` writes it too.
 report: venv
@@ -119,7 +117,7 @@ report: venv
 
 # The end-to-end DAG runs alone.
 test-e2e: venv image-venv browser
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --maxschedchunk 1 -m e2e
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m e2e
 
 # Does the Trainer's TPU step (bfloat16, XLA) compile and keep static shapes, and can this host's
 # input function feed it? Needs a `make run` first; on a TPU VM it runs on the TPU.

@@ -21,14 +21,6 @@ from cloud_settings import CLOUD  # noqa: E402
 from dataset_rows import PENGUINS, TAXI, DatasetRows, fare_dataset  # noqa: E402
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Starts the tests that take minutes (marked e2e or long) before the rest. As `make test`
-    hands each pytest-xdist process one test at a time, the short tests then fill the gaps,
-    and no process is left running a long test alone at the end while the other waits."""
-    items.sort(key=lambda item: not any(item.iter_markers("e2e")) and not any(
-        item.iter_markers("long")))
-
-
 @dataclasses.dataclass(frozen=True)
 class TransformedData:
     rows: DatasetRows
