@@ -365,7 +365,8 @@ def test_an_ensemble_trains_on_columns_whose_names_keras_cannot_take_as_they_are
 def test_label_smoothing_moves_the_loss_labels_toward_the_uniform_answer(task_data):
     """With label_smoothing s the loss's target is 1 - s on the true class plus s / classes
     on each (binary: on the positive's probability), on the compiled model's own loss. The
-    predictions are drawn away from the uniform answer, where smoothing changes no loss."""
+    predictions are drawn away from the uniform answer, near which smoothing barely moves the
+    loss."""
     spec = task_data.spec
     if spec.task == "regression":
         with pytest.raises(ValueError, match="label_smoothing=0.1: a regression label has no"):
