@@ -311,7 +311,10 @@ def create_pipeline(config: PipelineConfig, target: LocalTarget = LOCAL) -> Pipe
                                label_columns=",".join(label_columns),
                                missing_labels=spec.missing_labels)
     window, window_resolver = _window(config, example_gen)
-    transform = _transform(spec, window, schema_gen)
+    # A window of spans: the model trains on all of them, so the statistics it ships for
+    # `make predict`'s skew report are Transform's of the rows it analyzed (the window's
+    # training splits); StatisticsGen describes this span alone.
+    transform = _transform(spec, window, schema_gen, statistics=window_resolver is not None)
     transform.add_upstream_node(anomaly_gate)
     make_trainer, trainer_config = target.trainer(
         {**config.trainer.to_custom_config(), **spec.to_custom_config()})
@@ -325,7 +328,8 @@ def create_pipeline(config: PipelineConfig, target: LocalTarget = LOCAL) -> Pipe
         hyperparameters=tuner.outputs[names.BEST_HYPERPARAMETERS] if tuner else None,
         examples=transform.outputs[names.TRANSFORMED_EXAMPLES],
         raw_examples=example_gen.outputs[names.EXAMPLES],
-        statistics=statistics_gen.outputs[names.STATISTICS],
+        statistics=(transform.outputs[names.PRE_TRANSFORM_STATISTICS] if window_resolver
+                    else statistics_gen.outputs[names.STATISTICS]),
         transform_graph=transform.outputs[names.TRANSFORM_GRAPH],
         schema=schema_gen.outputs[names.SCHEMA],
         base_model=warm_start.outputs[names.MODEL] if warm_start else None,
@@ -443,20 +447,23 @@ def _drift_validator(config: PipelineConfig, example_gen: Any, statistics_gen: A
                                      ).with_id(names.DRIFT_VALIDATOR)]
 
 
-def _transform(spec: DatasetSpec, examples: Any, schema_gen: Any) -> Transform:
+def _transform(spec: DatasetSpec, examples: Any, schema_gen: Any, statistics: bool
+               ) -> Transform:
+    """Transform; with `statistics`, it also describes the rows it analyzes (TFX computes
+    its pre- and post-transform statistics together or neither)."""
     return Transform(
         examples=examples,
         schema=schema_gen.outputs[names.SCHEMA],
         preprocessing_fn=PREPROCESSING_FN,
-        # StatisticsGen already describes the raw data; TFT's own pre/post-transform
-        # statistics would more than double Transform's time. The TF1 graph path traces the
-        # plain-op preprocessing_fn in a third of the TF2 tf.function time; the exported
-        # transform graph serves the same way from TF2. Its signature takes the raw columns as
-        # keyword arguments, though, which a served model cannot load back for some names
-        # (a column named `class`): those datasets take the TF2 path, whose graph takes one
-        # dict. Unchanged inputs are skipped by the pipeline cache, which makes TFT's
-        # per-analyzer cache (written every run) dead weight.
-        disable_statistics=True,
+        # For one span StatisticsGen already describes the raw data; TFT's own
+        # pre/post-transform statistics would more than double Transform's time. The TF1
+        # graph path traces the plain-op preprocessing_fn in a third of the TF2 tf.function
+        # time; the exported transform graph serves the same way from TF2. Its signature takes
+        # the raw columns as keyword arguments, though, which a served model cannot load back
+        # for some names (a column named `class`): those datasets take the TF2 path, whose
+        # graph takes one dict. Unchanged inputs are skipped by the pipeline cache, which makes
+        # TFT's per-analyzer cache (written every run) dead weight.
+        disable_statistics=not statistics,
         force_tf_compat_v1=tf_names.loadable_as_keywords(spec.columns()),
         disable_analyzer_cache=True,
         custom_config=spec.to_custom_config(),

@@ -35,6 +35,7 @@ ANOMALIES = "anomalies"
 DRIFT_REPORT = "drift_report"  # DriftValidator: each column's distance from the previous span
 TRANSFORMED_EXAMPLES = "transformed_examples"
 TRANSFORM_GRAPH = "transform_graph"
+PRE_TRANSFORM_STATISTICS = "pre_transform_stats"  # Transform: the rows it analyzed (train)
 MODEL = "model"
 MODEL_RUN = "model_run"
 EVALUATION = "evaluation"

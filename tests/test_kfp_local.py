@@ -189,13 +189,17 @@ def test_make_kfp_local_runs_the_compiled_spec_as_kubeflow_would(tmp_path):
     pushed model serves raw rows, the Vertex Trainer's CustomJob runs its own command on the
     CPU. Then span 2 lands: the second run reads the newest span, compares it with span 1's
     statistics and trains on both spans (span 1 from the span store, as no resolver runs on
-    KFP), starts from and is compared with the model the first one pushed."""
+    KFP), ships both spans' statistics in its model, starts from and is compared with the
+    model the first one pushed."""
     import shutil
 
     import tensorflow as tf
+    import tensorflow_data_validation as tfdv
+    from tfx.utils import path_utils
 
     from dataset_rows import PENGUINS, write_csv
     from pipeline.components import drift_validator
+    from trainer_module.feature_signature import TRAINING_STATISTICS_FILE
 
     shipped = Path(REPO_ROOT, "data", DAILY)
     data = tmp_path / "data"
@@ -299,6 +303,12 @@ def test_make_kfp_local_runs_the_compiled_spec_as_kubeflow_would(tmp_path):
     window = _output_uri(summary, names.SPAN_WINDOW, "window")
     assert sorted({name.split("-")[1] for name in os.listdir(Path(window, "Split-train"))}) == [
         "1", "2"]
+    # The model ships the statistics of the rows it trained on: the window's training rows.
+    trained_rows = sum(1 for path in glob.glob(os.path.join(window, "Split-train", "*"))
+                       for _ in tf.data.TFRecordDataset(path, compression_type="GZIP"))
+    shipped = os.path.join(path_utils.serving_model_dir(
+        _output_uri(summary, names.TRAINER, names.MODEL)), TRAINING_STATISTICS_FILE)
+    assert tfdv.load_stats_binary(shipped).datasets[0].num_examples == trained_rows
     assert sum(1 for t in summary["tasks"] if t["task"] == names.CSV_EXAMPLE_GEN) == 1
     served = str(serving / version)
     models = {}

@@ -517,7 +517,8 @@ def test_spans_compile_with_the_window_and_drift_gate_on_their_own_store(cloud_e
     latest-artifact and latest-blessed-model ones; KFP's backend runs none,
     backend/src/v2/compiler/argocompiler/dag.go), so the compiled DriftValidator and SpanWindow
     keep a store in the pipeline root instead; the gate reads the one, Transform the other,
-    and neither comes from the cache (they read and write that store)."""
+    and neither comes from the cache (they read and write that store). The Trainer ships
+    Transform's statistics of the window's rows."""
     from pipeline import names, spans
 
     cloud_env.setenv("DATASET", "penguins-daily")  # window_spans = 2, drift thresholds
@@ -534,6 +535,10 @@ def test_spans_compile_with_the_window_and_drift_gate_on_their_own_store(cloud_e
         assert "2" in str(window.runtime_value), window
         source = tasks[names.TRANSFORM].inputs.artifacts["examples"].task_output_artifact
         assert source.producer_task == names.SPAN_WINDOW
+        # The model ships the statistics of the window's training rows: Transform's.
+        shipped = tasks[names.TRAINER].inputs.artifacts["statistics"].task_output_artifact
+        assert (shipped.producer_task, shipped.output_artifact_key) == (
+            names.TRANSFORM, names.PRE_TRANSFORM_STATISTICS)
         assert "previous_statistics" not in tasks[names.DRIFT_VALIDATOR].inputs.artifacts
         gate = tasks[names.ANOMALY_GATE].inputs.artifacts["drift_report"]
         assert gate.task_output_artifact.producer_task == names.DRIFT_VALIDATOR

@@ -158,13 +158,16 @@ def test_daily_spans_train_on_a_window_and_a_drifted_span_stops(tmp_path):
     """Taxi rows as three daily spans, the spec training on the newest two.
 
     SPAN=1 trains and pushes. The newest span, 2 at first, trains on spans 1 and 2: span 1's
-    Examples come from the store (its ExampleGen ran once, in the first run) and the Trainer
-    warm-starts from span 1's model. Span 3 holds fares in cents: the drift gate stops it
-    before Transform, naming the column, and the served model stays byte for byte. `make
-    predict` on span 3's rows scores them all and reports the fare's skew."""
+    Examples come from the store (its ExampleGen ran once, in the first run), the Trainer
+    warm-starts from span 1's model, and the model ships the statistics of both spans'
+    training rows for `make predict`'s skew report. Span 3 holds fares in cents: the drift
+    gate stops it before Transform, naming the column, and the served model stays byte for
+    byte. `make predict` on span 3's rows scores them all and reports the fare's skew."""
     import tensorflow as tf
+    import tensorflow_data_validation as tfdv
 
     from conftest import tree_hashes
+    from trainer_module.feature_signature import TRAINING_STATISTICS_FILE
 
     data = tmp_path / "data"
     parts = _taxi_spans(data, ["span-1", "span-2"], rows_each=900)
@@ -208,6 +211,12 @@ def test_daily_spans_train_on_a_window_and_a_drifted_span_stops(tmp_path):
     served = output / "serving_model"
     before = tree_hashes(served)
     assert before
+    # The newest version served (`make predict` scores with it).
+    shipped = max(served.glob(f"*/*/{TRAINING_STATISTICS_FILE}"), key=lambda p: int(p.parts[-3]))
+    trained_rows = sum(1 for a in window for _ in tf.data.TFRecordDataset(
+        tf.io.gfile.glob(os.path.join(a.uri, "Split-train", "*")), "GZIP"))
+    assert trained_rows > len(parts[1])  # more than one span's rows, all of them
+    assert tfdv.load_stats_binary(str(shipped)).datasets[0].num_examples == trained_rows
 
     shifted = [dict(r, fare=f"{float(r['fare']) * 100:.2f}") for r in TAXI.read_rows()[1800:2700]]
     _write(data / "span-3" / "trips.csv", list(shifted[0]), shifted)

@@ -27,7 +27,8 @@ from trainer_module.keys import EVAL_SPLIT, STATISTICS_FILE, TRAIN_SPLIT, split_
 RAW_EXAMPLES_KEY = "raw_examples"
 # The custom_config key that carries the raw eval split's file patterns to run_fn.
 RAW_EVAL_FILES_KEY = "raw_eval_files"
-# The Trainer's optional input with StatisticsGen's statistics of the span it trains on.
+# The Trainer's optional input with the statistics of the rows it trains on: StatisticsGen's of
+# the span, or with a window of spans Transform's pre-transform statistics.
 STATISTICS_KEY = "statistics"
 # Model custom property: 0 when the artifact holds no model (nothing was served yet).
 HAS_MODEL_KEY = "has_model"
@@ -40,6 +41,15 @@ def models_held(artifacts: list[types.Artifact]) -> list[types.Artifact]:
                     and a.get_int_custom_property(HAS_MODEL_KEY) == 0)]
 
 
+def training_statistics_file(statistics: types.Artifact) -> str:
+    """The file of the training rows' statistics in an ExampleStatistics artifact: its train
+    split's (StatisticsGen's, one folder per split), or the one at its root (Transform's
+    pre-transform statistics: the rows it analyzed, which are the training rows)."""
+    if statistics.split_names:
+        return os.path.join(statistics.uri, split_dir(TRAIN_SPLIT), STATISTICS_FILE)
+    return os.path.join(statistics.uri, STATISTICS_FILE)
+
+
 class Executor(trainer_executor.GenericExecutor):
     """GenericExecutor whose FnArgs also name the raw eval examples, and which ships the
     training split's statistics inside the exported model."""
@@ -50,7 +60,7 @@ class Executor(trainer_executor.GenericExecutor):
         statistics = input_dict.get(STATISTICS_KEY)
         if statistics:
             [model] = output_dict[standard_component_specs.MODEL_KEY]
-            source = os.path.join(statistics[0].uri, split_dir(TRAIN_SPLIT), STATISTICS_FILE)
+            source = training_statistics_file(statistics[0])
             target = os.path.join(path_utils.serving_model_dir(model.uri),
                                   TRAINING_STATISTICS_FILE)
             fileio.makedirs(os.path.dirname(target))

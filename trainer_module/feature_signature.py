@@ -29,8 +29,8 @@ MISSING_STRING = ""
 # Written beside the SavedModel (assets.extra/ travels with every copy and push of it): what
 # the model takes and answers, for callers without the dataset's schema.
 CONTRACT_FILE = "assets.extra/serving_contract.json"
-# The statistics of the rows the model trained on (its newest span's training split, as
-# StatisticsGen wrote them): `make predict` compares scored rows with them.
+# The statistics of the rows the model trained on (its span's training split, or with a window
+# of spans the window's training splits): `make predict` compares scored rows with them.
 TRAINING_STATISTICS_FILE = "assets.extra/training_statistics.pb"
 
 

@@ -1,6 +1,6 @@
 """The Trainer: TFX's Trainer with more inputs: the raw examples of ExampleGen, and (optional)
-the statistics of the span it trains on, which the executor ships inside the model for
-`make predict`'s skew report.
+the statistics of the rows it trains on (StatisticsGen's of the span, or Transform's of a
+window of spans), which the executor ships inside the model for `make predict`'s skew report.
 
 The export parity gate inside `run_fn` (trainer_module/parity.py) calls the exported model with
 raw eval examples; TFX's TrainerSpec has no input for them, so this spec adds `raw_examples`
