@@ -314,7 +314,8 @@ def create_pipeline(config: PipelineConfig, target: LocalTarget = LOCAL) -> Pipe
     # A window of spans: the model trains on all of them, so the statistics it ships for
     # `make predict`'s skew report are Transform's of the rows it analyzed (the window's
     # training splits); StatisticsGen describes this span alone.
-    transform = _transform(spec, window, schema_gen, statistics=window_resolver is not None)
+    window_statistics = window_resolver is not None
+    transform = _transform(spec, window, schema_gen, statistics=window_statistics)
     transform.add_upstream_node(anomaly_gate)
     make_trainer, trainer_config = target.trainer(
         {**config.trainer.to_custom_config(), **spec.to_custom_config()})
@@ -328,7 +329,7 @@ def create_pipeline(config: PipelineConfig, target: LocalTarget = LOCAL) -> Pipe
         hyperparameters=tuner.outputs[names.BEST_HYPERPARAMETERS] if tuner else None,
         examples=transform.outputs[names.TRANSFORMED_EXAMPLES],
         raw_examples=example_gen.outputs[names.EXAMPLES],
-        statistics=(transform.outputs[names.PRE_TRANSFORM_STATISTICS] if window_resolver
+        statistics=(transform.outputs[names.PRE_TRANSFORM_STATISTICS] if window_statistics
                     else statistics_gen.outputs[names.STATISTICS]),
         transform_graph=transform.outputs[names.TRANSFORM_GRAPH],
         schema=schema_gen.outputs[names.SCHEMA],

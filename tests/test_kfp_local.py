@@ -304,7 +304,8 @@ def test_make_kfp_local_runs_the_compiled_spec_as_kubeflow_would(tmp_path):
     assert sorted({name.split("-")[1] for name in os.listdir(Path(window, "Split-train"))}) == [
         "1", "2"]
     # The model ships the statistics of the rows it trained on: the window's training rows.
-    trained_rows = sum(1 for path in glob.glob(os.path.join(window, "Split-train", "*"))
+    train_files = glob.glob(os.path.join(window, keys.split_dir(keys.TRAIN_SPLIT), "*"))
+    trained_rows = sum(1 for path in train_files
                        for _ in tf.data.TFRecordDataset(path, compression_type="GZIP"))
     shipped = os.path.join(path_utils.serving_model_dir(
         _output_uri(summary, names.TRAINER, names.MODEL)), TRAINING_STATISTICS_FILE)

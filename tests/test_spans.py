@@ -15,6 +15,7 @@ from pipeline import REPO_ROOT, spans
 from pipeline.errors import ConfigError
 from pipeline.pipeline_config import configure
 from pipeline.runs import span_history
+from trainer_module import keys
 
 
 def _write(path, header: list[str], rows: list[dict[str, str]]) -> None:
@@ -214,7 +215,7 @@ def test_daily_spans_train_on_a_window_and_a_drifted_span_stops(tmp_path):
     # The newest version served (`make predict` scores with it).
     shipped = max(served.glob(f"*/*/{TRAINING_STATISTICS_FILE}"), key=lambda p: int(p.parts[-3]))
     trained_rows = sum(1 for a in window for _ in tf.data.TFRecordDataset(
-        tf.io.gfile.glob(os.path.join(a.uri, "Split-train", "*")), "GZIP"))
+        tf.io.gfile.glob(os.path.join(a.uri, keys.split_dir(keys.TRAIN_SPLIT), "*")), "GZIP"))
     assert trained_rows > len(parts[1])  # more than one span's rows, all of them
     assert tfdv.load_stats_binary(str(shipped)).datasets[0].num_examples == trained_rows
 
