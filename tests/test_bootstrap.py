@@ -562,11 +562,15 @@ def test_a_model_that_learned_nothing_is_not_blessed(tmp_path):
     assert rmse.bound <= spread
 
 
-@pytest.mark.parametrize("rows, slice_rows", [(300, 0), (980, 100), (3000, 200)])
-def test_the_spec_says_truly_how_small_data_chooses_its_epochs(tmp_path, rows, slice_rows):
-    """980 rows (about 653 training rows): a 10% slice would hold 65, so the Trainer grows it
-    to 100 rows and the spec keeps early stopping and the refit, saying so; 300 rows: no
-    slice is possible, and the spec writes patience 0 and refit_factor 0 with the reason."""
+@pytest.mark.parametrize("rows, slice_rows, fraction", [
+    (300, 0, None), (600, 100, 0.2), (3000, 400, 0.2), (9000, 600, 0.1)])
+def test_the_spec_says_truly_how_small_data_chooses_its_epochs(tmp_path, rows, slice_rows,
+                                                                fraction):
+    """600 rows (400 training rows): a 20% slice would hold 80, so the Trainer grows it to 100
+    rows and the spec keeps early stopping and the refit, saying so; 300 rows: no slice is
+    possible, and the spec writes patience 0 and refit_factor 0 with the reason. Below
+    SMALL_DATA_ROWS training rows the slice is a fifth of them, from there on a tenth, and the
+    written share is the one the Trainer holds out."""
     rng = random.Random(rows)
     data = tmp_path / "data"
     data.mkdir()
@@ -585,10 +589,14 @@ def test_the_spec_says_truly_how_small_data_chooses_its_epochs(tmp_path, rows, s
         # A budget in steps, past 200 epochs, ending at a rate that still learns.
         assert steps >= bootstrap.MIN_TRAIN_STEPS and training["epochs"] > bootstrap.MAX_EPOCHS
         assert training["lr_floor"] == bootstrap.LR_FLOOR
-        config = configure(from_env({"DATASET": str(tmp_path / "small")})).trainer.training
-        assert (config.epochs, config.lr_floor) == (training["epochs"], bootstrap.LR_FLOOR)
+        assert training["validation_fraction"] == fraction
+        trainer = configure(from_env({"DATASET": str(tmp_path / "small")})).trainer
+        assert (trainer.training.epochs, trainer.training.lr_floor) == (
+            training["epochs"], bootstrap.LR_FLOOR)
+        assert trainer.data.validation_fraction == fraction
     else:
         assert training["early_stopping_patience"] == 0 and training["refit_factor"] == 0
+        assert "validation_fraction" not in training
         assert "too few for a validation slice of 100" in text
         # Every epoch trains and the last is kept: the epoch cap holds, the decay ends at 0.
         assert training["epochs"] == bootstrap.MAX_EPOCHS and "lr_floor" not in training

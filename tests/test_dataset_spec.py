@@ -13,7 +13,7 @@ from dataset_rows import PENGUINS, TAXI
 from pipeline import datasets
 from pipeline.env_settings import from_env
 from pipeline.pipeline_config import ConfigError, PipelineConfig, configure
-from trainer_module.config import TrainerConfig
+from trainer_module.config import SETTINGS, TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec, SpecError, Threshold, from_dict
 
 PENGUIN_SPEC = open(PENGUINS.spec_path, encoding="utf-8").read()
@@ -171,6 +171,7 @@ def _with_training(key: str, value: str) -> str:
 @pytest.mark.parametrize("key, value, setting, given", [
     ("refit_factor", 1.5, "REFIT_FACTOR", 0),
     ("early_stopping_patience", 30, "EARLY_STOPPING_PATIENCE", 5),
+    ("validation_fraction", 0.2, "VALIDATION_FRACTION", 0.3),
 ])
 def test_the_specs_training_settings_are_the_trainers_defaults_and_a_setting_wins(
         tmp_path, key, value, setting, given):
@@ -178,15 +179,17 @@ def test_the_specs_training_settings_are_the_trainers_defaults_and_a_setting_win
     spec = config.spec
     assert getattr(spec, key) == value
     assert from_dict(spec.to_dict(), "spec.toml", spec.name) == spec
-    assert getattr(configure(from_env({"DATASET": config.dataset})).trainer.training, key) == value
-    assert getattr(configure(from_env({"DATASET": config.dataset, setting: str(given)}
-                            )).trainer.training, key) == given
+    def trainer_setting(env: dict[str, str]) -> object:
+        return getattr(getattr(configure(from_env(env)).trainer, SETTINGS[key]), key)
+
+    assert trainer_setting({"DATASET": config.dataset}) == value
+    assert trainer_setting({"DATASET": config.dataset, setting: str(given)}) == given
     # A spec written before the key trains as it did: the Trainer's default.
     (tmp_path / "plain").mkdir()
     plain = _dataset(tmp_path / "plain", PENGUIN_SPEC)
-    default = getattr(TrainerConfig.create().training, key)
+    default = getattr(getattr(TrainerConfig.create(), SETTINGS[key]), key)
     assert default != value
-    assert getattr(configure(from_env({"DATASET": plain.dataset})).trainer.training, key) == default
+    assert trainer_setting({"DATASET": plain.dataset}) == default
 
 
 @pytest.mark.parametrize("key, value, expected", [
@@ -196,6 +199,8 @@ def test_the_specs_training_settings_are_the_trainers_defaults_and_a_setting_win
     ("early_stopping_patience", "-1", "expected a whole number >= 0"),
     ("early_stopping_patience", "2.5", "expected a whole number >= 0"),
     ("early_stopping_patience", "\"long\"", "expected a whole number >= 0"),
+    ("validation_fraction", "1.0", r"expected a number in [0, 1)"),
+    ("validation_fraction", "\"a tenth\"", r"expected a number in [0, 1)"),
 ])
 def test_a_bad_training_setting_names_the_key_and_the_expected_form(tmp_path, key, value,
                                                                      expected):

@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any
 
 from trainer_module import numbers, tasks, tf_names
-from trainer_module.config import ModelConfig, TrainerConfigError, TrainingConfig
+from trainer_module.config import ModelConfig, TrainerConfig, TrainerConfigError
 from trainer_module.features import KINDS, NUMERIC_TYPES, PACKED_NAMES, Output, transformed_name
 from trainer_module.keys import DATASET_SPEC_KEY
 
@@ -25,11 +25,11 @@ DRIFT_KEYS = ("thresholds", "warn_only")
 SPAN_LAYOUTS = ("numbered", "dated")
 # The delimiters a [csv] table may name.
 DELIMITERS = (",", ";", "\t", "|")
-# The budget's keys in [training] (whole numbers), and the TrainingConfig settings a spec may
-# give there (each checked by TrainingConfig itself).
+# The budget's keys in [training] (whole numbers), and the Trainer settings a spec may give
+# there (each checked by the Trainer's config itself).
 BUDGET_KEYS = ("train_steps", "epochs", "per_replica_batch_size")
 TRAINING_CONFIG_KEYS = ("early_stopping_patience", "refit_factor", "lr_floor",
-                        "label_smoothing")
+                        "label_smoothing", "validation_fraction")
 TRAINING_KEYS = (*BUDGET_KEYS, *TRAINING_CONFIG_KEYS, "window_spans")
 # The network a spec may give ([model]): ModelConfig's settings of the same names.
 MODEL_KEYS = ("hidden_units", "embedding_dim", "dropout", "l2", "cross_buckets",
@@ -115,8 +115,9 @@ class DatasetSpec:
       (such rows are left out of training and evaluation, and the report counts them);
     train_steps / epochs / per_replica_batch_size: defaults for this dataset's size (settings
       win): a budget in train steps, or in passes over the training rows.
-    early_stopping_patience / refit_factor / lr_floor / label_smoothing: this dataset's
-      TrainingConfig settings of the same names (settings win); None: the Trainer's default.
+    early_stopping_patience / refit_factor / lr_floor / label_smoothing /
+      validation_fraction: this dataset's Trainer settings of the same names (settings win);
+      None: the Trainer's default.
     model: the network for this dataset ([model], MODEL_KEYS → value; settings win): sizes for
       its row count, and whether categories are paired; as (key, value) pairs.
     delimiter / missing_values: how the CSV files are written ([csv]): the field delimiter, and
@@ -153,6 +154,7 @@ class DatasetSpec:
     refit_factor: float | None = None
     lr_floor: float | None = None
     label_smoothing: float | None = None
+    validation_fraction: float | None = None
     model: tuple[tuple[str, Any], ...] = ()
     delimiter: str = ","
     missing_values: tuple[str, ...] = ()
@@ -413,13 +415,13 @@ def _evaluation_section(r: _Reader, table: dict, features: tuple[Feature, ...], 
 
 
 def _training_section(r: _Reader, training: dict) -> dict[str, Any]:
-    """[training]: the TrainingConfig settings and the budget it sets."""
+    """[training]: the Trainer settings and the budget it sets."""
     r.unknown(training, "training", TRAINING_KEYS)
     budget = {}
     for key in TRAINING_CONFIG_KEYS:
         if key in training:
             try:
-                TrainingConfig(**{key: training[key]})
+                TrainerConfig.create(**{key: training[key]})
             except TrainerConfigError as e:
                 raise r.fail(f"training.{key}", training[key],
                              str(e).split(": expected ", 1)[-1]) from e

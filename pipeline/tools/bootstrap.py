@@ -95,6 +95,13 @@ REFIT_FACTOR = 1.1
 # slice's loss is noisy and an epoch is cheap; docs/trainer-and-tpu.md ("Wider embeddings and a
 # longer wait") has the runs.
 SMALL_DATA_PATIENCE = 30
+# Below SMALL_DATA_ROWS training rows, the validation slice is this share of them
+# (DataConfig.validation_fraction) instead of the Trainer's default. Its loss picks the kept
+# epoch and the refit's length: a tenth of a few thousand rows is a few hundred, and one epoch's
+# loss against another's is then much about which rows fell in the slice. The refit trains on
+# the slice's rows again. docs/trainer-and-tpu.md ("A larger slice on small data") has the runs.
+SMALL_DATA_ROWS = 5_000
+SMALL_DATA_VALIDATION_FRACTION = 0.2
 # The width of each category's embedding make dataset writes (the Trainer's default is
 # narrower, for the shipped specs); docs/trainer-and-tpu.md ("Wider embeddings and a longer
 # wait") has the runs.
@@ -440,6 +447,7 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
                       "A column listed under warn_only is reported and does not stop it."]
     decisions.append(f"  drift: thresholds {drift_why}")
     train_rows = keys.train_share(label_column.present)
+    fraction = validation_fraction(train_rows)
     slice_rows = validation_slice(train_rows)
     batch, epochs = training_budget(train_rows, validated=bool(slice_rows))
     size = network_size(train_rows)
@@ -457,7 +465,8 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
             **({"auc": {"min": CHANCE_AUC}} if task == tasks.BINARY else {})}},
         "training": {"epochs": epochs, "per_replica_batch_size": batch,
                      "early_stopping_patience": patience, "refit_factor": refit,
-                     **({"lr_floor": LR_FLOOR} if slice_rows else {})},
+                     **({"lr_floor": LR_FLOOR, "validation_fraction": fraction}
+                        if slice_rows else {})},
         "model": {"hidden_units": list(size.hidden_units), "embedding_dim": EMBEDDING_DIM,
                   "dropout": size.dropout, "l2": size.l2, "cross_buckets": buckets,
                   "ensemble_size": members},
@@ -535,6 +544,11 @@ def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshol
             f"writes {SMALL_DATA_PATIENCE}",
             f"below {LARGE_DATA_ROWS:,} training rows and "
             f"{_DEFAULT_TRAINING.early_stopping_patience} from there on."],
+        "training.validation_fraction": [
+            "The share of the training rows held out as that slice. make dataset writes "
+            f"{SMALL_DATA_VALIDATION_FRACTION:g}",
+            f"below {SMALL_DATA_ROWS:,} training rows and {DataConfig().validation_fraction:g} "
+            "from there on."],
         "training.lr_floor": [
             "The learning rate's cosine decay ends at this share of its peak instead of 0, so a",
             "fit still improving at the budget's end was learning at a real rate."],
@@ -554,13 +568,21 @@ def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshol
     }
 
 
+def validation_fraction(train_rows: int) -> float:
+    """validation_fraction for this many training rows: SMALL_DATA_VALIDATION_FRACTION below
+    SMALL_DATA_ROWS, else the Trainer's default."""
+    if train_rows < SMALL_DATA_ROWS:
+        return SMALL_DATA_VALIDATION_FRACTION
+    return DataConfig().validation_fraction
+
+
 def validation_slice(train_rows: int) -> int:
-    """About how many rows the Trainer holds out to score epochs: its default share, grown
-    to MIN_VALIDATION_ROWS on small data up to MAX_VALIDATION_FRACTION (trainer_module/plan.py);
-    0 where even that share is too few."""
-    default = round(train_rows * DataConfig().validation_fraction)
-    if default >= MIN_VALIDATION_ROWS:
-        return default
+    """About how many rows the Trainer holds out to score epochs: validation_fraction's share,
+    grown to MIN_VALIDATION_ROWS on small data up to MAX_VALIDATION_FRACTION
+    (trainer_module/plan.py); 0 where even that share is too few."""
+    asked = round(train_rows * validation_fraction(train_rows))
+    if asked >= MIN_VALIDATION_ROWS:
+        return asked
     return MIN_VALIDATION_ROWS if train_rows * MAX_VALIDATION_FRACTION >= MIN_VALIDATION_ROWS else 0
 
 
