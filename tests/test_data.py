@@ -164,6 +164,49 @@ def test_examples_move_between_the_steps_of_several_replicas(transformed_data, s
         len(group) for group in together.values())[-5:]
 
 
+def _records_of(dataset: tf.data.Dataset) -> list[bytes]:
+    return sorted(r for block in dataset.as_numpy_iterator() for r in block)
+
+
+def test_the_validation_slice_samples_repeated_rows_like_any_rows(tmp_path):
+    """A file of 2 distinct rows, each 1,000 times: a 20% slice holds about 400 rows, copies
+    of both, and the fit part the rest. A slice drawn by the rows' bytes would hold all copies
+    of a row or none (0, 1,000 or 2,000 rows): it would score rows the model never fits."""
+    path = str(tmp_path / "repeated.gz")
+    rows = [b"row-a", b"row-b"] * 1000
+    with tf.io.TFRecordWriter(path, options="GZIP") as writer:
+        for row in rows:
+            writer.write(row)
+    parts = data.count_examples(path, 0.2)
+    assert parts[data.FIT] + parts[data.VALIDATION] == 2000
+    assert 300 <= parts[data.VALIDATION] <= 500, parts
+    validation = _records_of(data.read_blocks(path, 64, part=data.VALIDATION,
+                                              validation_fraction=0.2))
+    fit = _records_of(data.read_blocks(path, 64, part=data.FIT, validation_fraction=0.2))
+    assert len(validation) == parts[data.VALIDATION] and set(validation) == {b"row-a", b"row-b"}
+    assert sorted(fit + validation) == sorted(rows)
+
+
+def test_the_slice_is_one_however_the_records_are_read(transformed_data, monkeypatch):
+    """The fit part and the slice split the rows, the count agrees with what is served, and
+    blocks of another size or two pipelines sharing one file's records serve the same slice."""
+    files = transformed_data.train_files
+    everything = _records_of(data.read_blocks(files, 64))
+    fit = _records_of(data.read_blocks(files, 64, part=data.FIT, validation_fraction=0.3))
+    validation = _records_of(data.read_blocks(files, 64, part=data.VALIDATION,
+                                              validation_fraction=0.3))
+    assert sorted(fit + validation) == everything
+    assert data.count_examples(files, 0.3) == {data.FIT: len(fit),
+                                               data.VALIDATION: len(validation)}
+    assert 0.25 * len(everything) < len(validation) < 0.35 * len(everything)
+    monkeypatch.setattr(data, "PARSE_BLOCK_RECORDS", 100)
+    assert len(data.list_files(files)) == 1  # so two pipelines share the file's records
+    shared = [_records_of(data.read_blocks(
+        files, 64, tf.distribute.InputContext(2, i, 2), part=data.VALIDATION,
+        validation_fraction=0.3)) for i in range(2)]
+    assert shared[0] and shared[1] and sorted(shared[0] + shared[1]) == validation
+
+
 def test_variable_length_feature_is_refused():
     spec = {"ok": tf.io.FixedLenFeature([], tf.float32), "bad": tf.io.VarLenFeature(tf.int64)}
     with pytest.raises(data.InputError, match="transformed feature 'bad'.*fixed-length"):

@@ -56,11 +56,11 @@ class DataConfig:
     cache_memory_fraction: the share of host RAM that 'auto' lets the caches of both splits
       take.
     validation_fraction: the share of the training split held out (by a hash of each
-      example, so the same rows every epoch and every run) to score each epoch for early
-      stopping. The Evaluator's eval split is never seen by the Trainer, so its blessing stays
-      unbiased. 0: no validation slice, and no early stopping. A slice that would hold fewer
-      than MIN_VALIDATION_ROWS rows grows until it does, up to MAX_VALIDATION_FRACTION of
-      the rows; past that, none is held out.
+      example's file and position, so the same rows every epoch and every reader) to score
+      each epoch for early stopping. The Evaluator's eval split is never seen by the
+      Trainer, so its blessing stays unbiased. 0: no validation slice, and no early
+      stopping. A slice that would hold fewer than MIN_VALIDATION_ROWS rows grows until it
+      does, up to MAX_VALIDATION_FRACTION of the rows; past that, none is held out.
     """
 
     per_replica_batch_size: int = 256

@@ -24,8 +24,10 @@ MIX_WINDOW_STEPS = 8
 # The parts of the training split: the rows the model fits and the validation slice that
 # scores each epoch (early stopping). ALL: every row (the eval split, tools).
 ALL, FIT, VALIDATION = "all", "fit", "validation"
-# An example's part is decided by a hash of its serialized bytes into this many buckets: the
-# same rows land in the validation slice in every epoch, every run and every reader.
+# An example's part is decided by a hash of its file's name and its position in that file
+# into this many buckets: the same rows land in the validation slice in every epoch, every
+# reader and every sharding of the files, and a file's repeated rows (the same bytes) fall
+# on both sides in the slice's share, as distinct rows do.
 _PART_BUCKETS = 10_000
 
 
@@ -64,25 +66,47 @@ READ_BUFFER_BYTES = 8 * 2**20
 PARSE_BLOCK_RECORDS = 4096
 
 
-def in_part(records: tf.Tensor, part: str, validation_fraction: float) -> tf.Tensor:
-    """Which of these serialized examples belong to `part` (bool, the records' shape)."""
-    if part == ALL or not validation_fraction:
-        return tf.fill(tf.shape(records), part != VALIDATION)
-    held_out = (tf.strings.to_hash_bucket_fast(records, _PART_BUCKETS)
-                < round(validation_fraction * _PART_BUCKETS))
-    return held_out if part == VALIDATION else tf.logical_not(held_out)
-
-
-def _records(path: tf.Tensor, shard: tf.distribute.InputContext | None) -> tf.data.Dataset:
-    records = tf.data.TFRecordDataset(path, compression_type="GZIP",
-                                      buffer_size=READ_BUFFER_BYTES)
-    return records.shard(shard.num_input_pipelines, shard.input_pipeline_id) if shard else records
-
-
 # The input functions have no Python control flow on tensors (their loops run over the spec),
 # so AutoGraph has nothing to rewrite in them, and converting them and every function they
 # call costs time in every Trainer. A mistake would fail at trace time, never silently.
 _plain_graph = tf.autograph.experimental.do_not_convert
+
+
+def held_out(path: tf.Tensor, positions: tf.Tensor, validation_fraction: float) -> tf.Tensor:
+    """Which records of the file at `path`, at these 0-based positions in it, are in the
+    validation slice (bool, the positions' shape).
+
+    The position, not the record's bytes, decides: rows that repeat (a file with a few
+    thousand distinct rows among a million) would otherwise all fall on one side, and the
+    slice would score rows the model never fits, in groups, instead of a sample of the rows.
+    """
+    name = tf.strings.regex_replace(path, r"^.*/", "")
+    keys = tf.strings.join([name, tf.strings.as_string(positions)], separator=":")
+    return (tf.strings.to_hash_bucket_fast(keys, _PART_BUCKETS)
+            < round(validation_fraction * _PART_BUCKETS))
+
+
+def _marked_blocks(path: tf.Tensor, block: int, shard: tf.distribute.InputContext | None,
+                   validation_fraction: float) -> tf.data.Dataset:
+    """(records, held_out) for blocks of `block` records of one file (of this pipeline's
+    share of its records when `shard`); held_out is all False without a slice."""
+    records = tf.data.TFRecordDataset(path, compression_type="GZIP",
+                                      buffer_size=READ_BUFFER_BYTES)
+    stride, offset = (shard.num_input_pipelines, shard.input_pipeline_id) if shard else (1, 0)
+    if shard:
+        records = records.shard(stride, offset)
+    blocks = records.batch(block)
+    if not validation_fraction:
+        return blocks.map(_plain_graph(lambda r: (r, tf.zeros(tf.shape(r), tf.bool))))
+
+    @_plain_graph
+    def mark(index: tf.Tensor, block_records: tf.Tensor) -> tuple:
+        # A shard holds every stride-th record of the file from `offset`.
+        first = index * block * stride + offset
+        positions = first + tf.range(tf.size(block_records, out_type=tf.int64)) * stride
+        return block_records, held_out(path, positions, validation_fraction)
+
+    return blocks.enumerate().map(mark)
 
 
 def _split_label(parsed: dict[str, tf.Tensor], spec: DatasetSpec) -> tuple:
@@ -116,10 +140,27 @@ def _mix_examples(seed: int, window_index: tf.Tensor, batch_parts: tuple) -> tup
 
 
 def read_blocks(file_patterns: str | list[str], batch_size: int,
-                input_context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
-    """The serialized records of this replica's share of the files, in blocks of
+                input_context: tf.distribute.InputContext | None = None, *,
+                part: str = ALL, validation_fraction: float = 0.0) -> tf.data.Dataset:
+    """The serialized records of this replica's share of the files, in blocks of up to
     max(batch_size, PARSE_BLOCK_RECORDS), files read in parallel: the input function's reading,
-    before any parsing (the bench's raw read is this, rebatched)."""
+    before any parsing (the bench's raw read is this, rebatched). part: FIT or VALIDATION
+    keeps only that part of a training split (`held_out`), ALL every record."""
+    block = max(batch_size, PARSE_BLOCK_RECORDS)
+    if part == ALL or (part == FIT and not validation_fraction):
+        return _read_marked(file_patterns, block, input_context, 0.0).map(
+            _plain_graph(lambda records, _: records))
+    keep_held_out = part == VALIDATION
+    return _read_marked(file_patterns, block, input_context, validation_fraction).map(
+        _plain_graph(lambda records, held: tf.boolean_mask(
+            records, held if keep_held_out else tf.logical_not(held))))
+
+
+def _read_marked(file_patterns: str | list[str], block: int,
+                 input_context: tf.distribute.InputContext | None,
+                 validation_fraction: float) -> tf.data.Dataset:
+    """(records, held_out) in blocks of up to `block`, for `read_blocks` and
+    `count_examples` alike, so the slice they serve and count is one."""
     files = list_files(file_patterns)
     ds = tf.data.Dataset.from_tensor_slices(files)
     shard_records = False
@@ -129,12 +170,11 @@ def read_blocks(file_patterns: str | list[str], batch_size: int,
         else:
             shard_records = True
     # Records cross threads in blocks, never one by one (a per-record parallel interleave is
-    # far slower): each file is read and cut into blocks where it is decompressed, and the
-    # caller's rebatch makes every batch full again across file ends.
-    block = max(batch_size, PARSE_BLOCK_RECORDS)
+    # far slower): each file is read, cut into blocks and marked where it is decompressed, and
+    # the caller's rebatch makes every batch full again across file ends.
     return ds.interleave(
-        _plain_graph(
-            lambda f: _records(f, input_context if shard_records else None).batch(block)),
+        _plain_graph(lambda f: _marked_blocks(f, block, input_context if shard_records else None,
+                                              validation_fraction)),
         cycle_length=min(len(files), 8),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
@@ -163,14 +203,13 @@ def make_dataset(
     `count_batches(...)` steps for exactly one pass over the eval data.
     cache=True keeps the parsed batches in memory after the first pass; False re-reads the
     files every pass (a split larger than memory). part: FIT or VALIDATION reads only that part
-    of a training split (`in_part`), ALL every example.
+    of a training split (`held_out`), ALL every example.
     """
     check_static_feature_spec(feature_spec)
-    ds = read_blocks(file_patterns, batch_size, input_context)
+    ds = read_blocks(file_patterns, batch_size, input_context, part=part,
+                     validation_fraction=validation_fraction)
 
     def parse(records: tf.Tensor) -> tuple:
-        if part != ALL and validation_fraction:
-            records = tf.boolean_mask(records, in_part(records, part, validation_fraction))
         return _split_label(tf.io.parse_example(records, feature_spec), spec)
 
     ds = ds.map(_plain_graph(parse), num_parallel_calls=tf.data.AUTOTUNE)
@@ -207,14 +246,14 @@ def count_examples(file_patterns: str | list[str], validation_fraction: float = 
                    ) -> dict[str, int]:
     """Examples of each part of the files ({FIT: n, VALIDATION: n}), in one raw pass without
     parsing."""
-    ds = tf.data.TFRecordDataset(list_files(file_patterns), compression_type="GZIP")
+    ds = _read_marked(file_patterns, COUNT_BLOCK, None, validation_fraction)
 
-    def add(counts: tf.Tensor, block: tf.Tensor) -> tf.Tensor:
-        held_out = tf.reduce_sum(tf.cast(in_part(block, VALIDATION, validation_fraction),
-                                         tf.int64))
-        return counts + tf.stack([tf.size(block, out_type=tf.int64) - held_out, held_out])
+    def add(counts: tf.Tensor, block: tf.Tensor, held: tf.Tensor) -> tf.Tensor:
+        validation = tf.reduce_sum(tf.cast(held, tf.int64))
+        return counts + tf.stack([tf.size(block, out_type=tf.int64) - validation, validation])
 
-    fit, validation = ds.batch(COUNT_BLOCK).reduce(tf.zeros([2], tf.int64), add).numpy()
+    fit, validation = ds.reduce(tf.zeros([2], tf.int64),
+                                lambda counts, pair: add(counts, *pair)).numpy()
     return {FIT: int(fit), VALIDATION: int(validation)}
 
 
