@@ -188,8 +188,9 @@ def test_the_validation_slice_samples_repeated_rows_like_any_rows(tmp_path):
 
 
 def test_the_slice_is_one_however_the_records_are_read(transformed_data, monkeypatch):
-    """The fit part and the slice split the rows, the count agrees with what is served, and
-    blocks of another size or two pipelines sharing one file's records serve the same slice."""
+    """The fit part and the slice split the rows, the count agrees with what is served (with
+    and without a slice), and blocks of another size or two pipelines sharing one file's
+    records serve the same slice."""
     files = transformed_data.train_files
     everything = _records_of(data.read_blocks(files, 64))
     fit = _records_of(data.read_blocks(files, 64, part=data.FIT, validation_fraction=0.3))
@@ -199,6 +200,10 @@ def test_the_slice_is_one_however_the_records_are_read(transformed_data, monkeyp
     assert data.count_examples(files, 0.3) == {data.FIT: len(fit),
                                                data.VALIDATION: len(validation)}
     assert 0.25 * len(everything) < len(validation) < 0.35 * len(everything)
+    # Without a slice every row fits and none is held out.
+    assert data.count_examples(files) == {data.FIT: len(everything), data.VALIDATION: 0}
+    assert _records_of(data.read_blocks(files, 64, part=data.FIT)) == everything
+    assert not _records_of(data.read_blocks(files, 64, part=data.VALIDATION))
     monkeypatch.setattr(data, "PARSE_BLOCK_RECORDS", 100)
     assert len(data.list_files(files)) == 1  # so two pipelines share the file's records
     shared = [_records_of(data.read_blocks(

@@ -88,8 +88,8 @@ def held_out(path: tf.Tensor, positions: tf.Tensor, validation_fraction: float) 
 
 def _marked_blocks(path: tf.Tensor, block: int, shard: tf.distribute.InputContext | None,
                    validation_fraction: float) -> tf.data.Dataset:
-    """(records, held_out) for blocks of `block` records of one file (of this pipeline's
-    share of its records when `shard`); held_out is all False without a slice."""
+    """Blocks of `block` records of one file (of this pipeline's share of its records when
+    `shard`); with a validation_fraction, (records, held_out) for each block."""
     records = tf.data.TFRecordDataset(path, compression_type="GZIP",
                                       buffer_size=READ_BUFFER_BYTES)
     stride, offset = (shard.num_input_pipelines, shard.input_pipeline_id) if shard else (1, 0)
@@ -97,7 +97,7 @@ def _marked_blocks(path: tf.Tensor, block: int, shard: tf.distribute.InputContex
         records = records.shard(stride, offset)
     blocks = records.batch(block)
     if not validation_fraction:
-        return blocks.map(_plain_graph(lambda r: (r, tf.zeros(tf.shape(r), tf.bool))))
+        return blocks
 
     @_plain_graph
     def mark(index: tf.Tensor, block_records: tf.Tensor) -> tuple:
@@ -147,9 +147,9 @@ def read_blocks(file_patterns: str | list[str], batch_size: int,
     before any parsing (the bench's raw read is this, rebatched). part: FIT or VALIDATION
     keeps only that part of a training split (`held_out`), ALL every record."""
     block = max(batch_size, PARSE_BLOCK_RECORDS)
-    if part == ALL or (part == FIT and not validation_fraction):
-        return _read_marked(file_patterns, block, input_context, 0.0).map(
-            _plain_graph(lambda records, _: records))
+    if part == ALL or not validation_fraction:
+        blocks = _read_marked(file_patterns, block, input_context, 0.0)
+        return blocks.take(0) if part == VALIDATION else blocks  # no slice holds no rows
     keep_held_out = part == VALIDATION
     return _read_marked(file_patterns, block, input_context, validation_fraction).map(
         _plain_graph(lambda records, held: tf.boolean_mask(
@@ -159,8 +159,8 @@ def read_blocks(file_patterns: str | list[str], batch_size: int,
 def _read_marked(file_patterns: str | list[str], block: int,
                  input_context: tf.distribute.InputContext | None,
                  validation_fraction: float) -> tf.data.Dataset:
-    """(records, held_out) in blocks of up to `block`, for `read_blocks` and
-    `count_examples` alike, so the slice they serve and count is one."""
+    """Blocks of up to `block` records, as (records, held_out) with a validation_fraction,
+    for `read_blocks` and `count_examples` alike, so the slice they serve and count is one."""
     files = list_files(file_patterns)
     ds = tf.data.Dataset.from_tensor_slices(files)
     shard_records = False
@@ -248,12 +248,12 @@ def count_examples(file_patterns: str | list[str], validation_fraction: float = 
     parsing."""
     ds = _read_marked(file_patterns, COUNT_BLOCK, None, validation_fraction)
 
-    def add(counts: tf.Tensor, block: tf.Tensor, held: tf.Tensor) -> tf.Tensor:
+    def add(counts: tf.Tensor, block: tf.Tensor | tuple) -> tf.Tensor:
+        records, held = block if validation_fraction else (block, tf.zeros([0], tf.bool))
         validation = tf.reduce_sum(tf.cast(held, tf.int64))
-        return counts + tf.stack([tf.size(block, out_type=tf.int64) - validation, validation])
+        return counts + tf.stack([tf.size(records, out_type=tf.int64) - validation, validation])
 
-    fit, validation = ds.reduce(tf.zeros([2], tf.int64),
-                                lambda counts, pair: add(counts, *pair)).numpy()
+    fit, validation = ds.reduce(tf.zeros([2], tf.int64), add).numpy()
     return {FIT: int(fit), VALIDATION: int(validation)}
 
 
