@@ -51,14 +51,25 @@ PREDICTIONS_DIR = "predictions"  # make predict: one folder per run
 MULTI_PROCESSING_MIN_BYTES = 64 * 2**20
 
 
-def local_beam_args(data_dir: str, cores: int | None = None) -> tuple[str, ...]:
-    """DirectRunner's mode and workers for a local run, chosen by the size of the data."""
+def local_beam_workers(data_dir: str, cores: int | None = None) -> int:
+    """DirectRunner's workers for the CSV files of `data_dir`: one per core from
+    MULTI_PROCESSING_MIN_BYTES of text on, else 1 (in the step's own process)."""
     cores = cores or os.cpu_count() or 1
     size = sum(csv_check.text_bytes(p) for p in csv_check.csv_files(data_dir))
-    if cores > 1 and size >= MULTI_PROCESSING_MIN_BYTES:
-        mode = ("--direct_running_mode=multi_processing", f"--direct_num_workers={cores}")
-    else:
-        mode = ("--direct_running_mode=in_memory", "--direct_num_workers=1")
+    return cores if size >= MULTI_PROCESSING_MIN_BYTES else 1
+
+
+def direct_runner_args(workers: int | None) -> tuple[str, str]:
+    """DirectRunner's mode for `workers` worker processes: 1 runs a step in its own process
+    (in_memory), more run it in that many processes, None in one per core of the machine."""
+    if workers == 1:
+        return ("--direct_running_mode=in_memory", "--direct_num_workers=1")
+    return ("--direct_running_mode=multi_processing", f"--direct_num_workers={workers or 0}")
+
+
+def local_beam_args(data_dir: str, cores: int | None = None) -> tuple[str, ...]:
+    """DirectRunner's mode and workers for a local run, chosen by the size of the data."""
+    mode = direct_runner_args(local_beam_workers(data_dir, cores))
     # Without a dependency flag, each TFX Beam executor copies the whole TFX install
     # into a new temp dir and builds an sdist of it for remote workers, in every Beam component
     # of every run, and the copies are never deleted (tfx/utils/dependency_utils.py).

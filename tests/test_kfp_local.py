@@ -135,12 +135,40 @@ def test_cloud_and_image_locations_map_to_local_folders_in_one_place(tmp_path):
     assert local(kfp_local.image_workdir()) == REPO_ROOT
 
 
-def test_local_settings_fill_only_what_the_user_left_unset():
+def test_local_settings_fill_only_what_the_user_left_unset(tmp_path, monkeypatch):
+    from pipeline import pipeline_config
+
     cloud = kfp_local.cloud_settings(None, {"DATASET": "penguins",
                                             "GCS_BUCKET": "gs://my-bucket"})
     assert cloud.bucket == "gs://my-bucket" and cloud.project == "kfp-local-run"
     assert cloud.pipeline_name == "penguins-tpu"
     assert cloud.data_uri == "gs://my-bucket/penguins-tpu/data"
+    # The shipped penguins are small: each Beam step runs in its task's own process.
+    assert cloud.beam_direct_workers == 1
+    assert "--direct_running_mode=in_memory" in cloud.beam_pipeline_args()
+
+    # A config file's values are the user's too: the environment wins over them, and the
+    # local stand-ins fill in only what neither gives.
+    config = tmp_path / "cloud.toml"
+    config.write_text('project = "my-ml-project"\nbucket = "gs://from-file"\n'
+                      'beam_direct_workers = 3\n')
+    cloud = kfp_local.cloud_settings(str(config), {"GCS_BUCKET": "gs://from-env"})
+    assert (cloud.project, cloud.bucket, cloud.region) == (
+        "my-ml-project", "gs://from-env", kfp_local.LOCAL_SETTINGS["GCP_REGION"])
+    assert cloud.beam_direct_workers == 3
+
+    # Unset, the workers follow the data of the newest span, as `make run` takes them.
+    monkeypatch.setattr(pipeline_config, "MULTI_PROCESSING_MIN_BYTES", 1000)
+    for span, size in ((1, 5000), (2, 600)):
+        (tmp_path / "data" / f"span-{span}").mkdir(parents=True)
+        (tmp_path / "data" / f"span-{span}" / "rows.csv").write_bytes(b"x" * size)
+    assert kfp_local.cloud_settings(None, {}, str(tmp_path / "data")).beam_direct_workers == 1
+    (tmp_path / "data" / "span-3").mkdir()
+    (tmp_path / "data" / "span-3" / "rows.csv").write_bytes(b"x" * 5000)
+    assert (kfp_local.cloud_settings(None, {}, str(tmp_path / "data")).beam_direct_workers
+            == (os.cpu_count() or 1))
+    assert kfp_local.cloud_settings(None, {"BEAM_DIRECT_WORKERS": "1"},
+                                    str(tmp_path / "data")).beam_direct_workers == 1
 
 
 # ---- end to end ----

@@ -89,7 +89,9 @@ def test_compiled_spec_holds_every_component_with_its_dependencies(cloud_env, tm
     assert (_parameter(spec, "ImportSchemaGen", "schema_file")
             == "/pipeline/schemas/taxi/schema.pbtxt")
     assert _parameter(spec, "CsvExampleGen", "input_base") == CLOUD["DATA_URI"]
-    assert "--direct_running_mode=multi_processing" in _executor(spec, "Transform")["args"]
+    transform_args = _executor(spec, "Transform")["args"]
+    assert {"--direct_running_mode=multi_processing", "--direct_num_workers=0"} <= set(
+        transform_args), transform_args
     # gs:// has no atomic rename: TFX's own Pusher (saved_model.pb copied last).
     assert "tfx.components.pusher.executor.Executor" in _executor(spec, "Pusher")["args"]
     push = json.loads(_parameter(spec, "Pusher", "push_destination"))
@@ -382,6 +384,10 @@ def test_bigquery_source_builds_bigquery_example_gen(cloud_env, tmp_path):
     ({"PIPELINE_NAME": "Taxi_TPU"}, "pipeline_name='Taxi_TPU'"),
     ({"DATAFLOW_MAX_WORKERS": "many"}, "dataflow_max_workers='many'"),
     ({"BEAM_RUNNER": "spark"}, "beam_runner='spark'"),
+    ({"BEAM_DIRECT_WORKERS": "0"}, "beam_direct_workers=0 (BEAM_DIRECT_WORKERS"),
+    ({"BEAM_RUNNER": "dataflow", "BEAM_DIRECT_WORKERS": "1"},
+     "beam_direct_workers=1 (BEAM_DIRECT_WORKERS or `beam_direct_workers` in the cloud config):"
+     " it sets DirectRunner's workers, and beam_runner is 'dataflow'"),
 ])
 def test_cloud_settings_are_checked(cloud_env, env, message):
     for var, value in env.items():
@@ -389,6 +395,25 @@ def test_cloud_settings_are_checked(cloud_env, env, message):
     with pytest.raises(ConfigError) as error:
         settings.load()
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize("workers,expected", [
+    ("1", ("--direct_running_mode=in_memory", "--direct_num_workers=1")),
+    ("3", ("--direct_running_mode=multi_processing", "--direct_num_workers=3")),
+])
+def test_beam_direct_workers_reach_every_beam_step_of_the_compiled_spec(
+        cloud_env, tmp_path, workers, expected):
+    cloud_env.setenv("BEAM_DIRECT_WORKERS", workers)
+    _, spec = _compile(tmp_path)
+    for node in ("CsvExampleGen", "StatisticsGen", "Transform", "Evaluator"):
+        args = _executor(spec, node)["args"]
+        assert set(expected) <= set(args) and sum(
+            a.startswith("--direct_") for a in args) == 2, args
+    from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
+
+    options = PipelineOptions(list(expected)).view_as(DirectOptions)
+    assert (options.direct_running_mode, options.direct_num_workers) == (
+        expected[0].split("=")[1], int(workers))
 
 
 def test_example_config_file_refuses_its_placeholders(cloud_env):

@@ -37,7 +37,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from pipeline import names
+from pipeline import datasets, names, pipeline_config, spans
 from pipeline.cloud import compiled_spec, kubeflow_v2_runner, settings
 from pipeline.pipeline_config import REPO_ROOT, ConfigError
 
@@ -473,14 +473,26 @@ class LocalRun:
 
 
 def cloud_settings(config_path: str | None, env: Mapping[str, str],
-                   overrides: Mapping[str, str] = ()) -> settings.CloudConfig:
+                   data_dir: str | None = None) -> settings.CloudConfig:
     """The cloud settings of the user's config and environment, LOCAL_SETTINGS where they
-    give none, then `overrides`."""
-    values = {**LOCAL_SETTINGS, **{k: v for k, v in env.items() if v}, **dict(overrides)}
-    cloud = settings.read(config_path, values)
+    give none. DirectRunner's workers, where neither sets them, are those `make run` takes for
+    the data (`data_dir`, default the dataset's shipped data): the tasks run on this machine,
+    where small data runs fastest in each task's own process."""
+    cloud = settings.read(config_path, env, defaults=LOCAL_SETTINGS)
     if not cloud.data_uri and cloud.data_source == "csv":
         cloud = dataclasses.replace(cloud, data_uri=f"{cloud.output_dir}/data")
+    if cloud.beam_runner == "direct" and cloud.beam_direct_workers is None:
+        cloud = dataclasses.replace(cloud, beam_direct_workers=_beam_workers(
+            data_dir or datasets.shipped_data_dir(cloud.dataset)))
     return cloud.validate()
+
+
+def _beam_workers(data_dir: str) -> int:
+    """`make run`'s DirectRunner workers for the span a compiled run reads (the newest), or
+    for a flat folder."""
+    found = spans.find(data_dir)
+    return pipeline_config.local_beam_workers(found.folders[found.newest] if found
+                                              else data_dir)
 
 
 def sha256(path: str) -> str:
@@ -510,6 +522,9 @@ def run(cloud: settings.CloudConfig, data_dir: str, output_dir: str,
     digest = sha256(kfp_spec)
     print(f"Running {kfp_spec} (sha256 {digest}) with kfp.local; container tasks run in "
           f"{environment.venv}", flush=True)
+    if cloud.beam_runner == "direct":
+        print(f"Beam steps: DirectRunner, {cloud.beam_direct_workers or 'one per core'} "
+              f"worker(s) (BEAM_DIRECT_WORKERS)", flush=True)
     stage_data(data_dir, cloud.data_uri, paths)
     runs = execute_spec(kfp_spec, os.path.join(paths.root, "pipeline_root"), environment)
 
@@ -528,8 +543,6 @@ def run(cloud: settings.CloudConfig, data_dir: str, output_dir: str,
 
 
 def main(argv: list[str]) -> int:
-    from pipeline import datasets
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=os.environ.get("CLOUD_CONFIG"),
                         help="cloud settings (TOML); LOCAL_SETTINGS fill in what it lacks")
@@ -542,7 +555,7 @@ def main(argv: list[str]) -> int:
                              "dataset's shipped data)")
     args = parser.parse_args(argv)
     try:
-        cloud = cloud_settings(args.config, os.environ)
+        cloud = cloud_settings(args.config, os.environ, args.data_dir)
         data_dir = args.data_dir or datasets.shipped_data_dir(cloud.dataset)
         result = run(cloud, data_dir, args.output_dir,
                      os.path.abspath(args.spec) if args.spec else None)

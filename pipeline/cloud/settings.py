@@ -25,6 +25,7 @@ from pipeline.pipeline_config import (
     PipelineConfig,
     Settings,
     configure,
+    direct_runner_args,
 )
 
 TARGETS = ("vertex", "kfp")
@@ -103,6 +104,10 @@ _FIELDS: dict[str, _Field] = {
     "warm_start": _Field("WARM_START", "true or false (true: the Trainer starts from the "
                          "latest blessed model)"),
     "beam_runner": _Field("BEAM_RUNNER", "'direct' or 'dataflow'"),
+    "beam_direct_workers": _Field(
+        "BEAM_DIRECT_WORKERS", "a whole number >= 1 of DirectRunner worker processes in a "
+        "Beam step's container (1: the step's own process, fastest on small data), or unset "
+        "for one per core"),
     "dataflow_machine_type": _Field("DATAFLOW_MACHINE_TYPE",
                                     "a machine type, e.g. 'n1-standard-4'"),
     "dataflow_max_workers": _Field("DATAFLOW_MAX_WORKERS", "a whole number >= 1"),
@@ -142,9 +147,12 @@ _FIELDS: dict[str, _Field] = {
 }
 # Every environment variable a setting is read from.
 ENV_VARS = tuple(f.var for f in _FIELDS.values())
-_POSITIVE_INTS = ("dataflow_max_workers", "dataflow_disk_size_gb", "train_steps",
+_POSITIVE_INTS = ("beam_direct_workers", "dataflow_max_workers", "dataflow_disk_size_gb",
+                  "train_steps",
                   "tune_trials", "endpoint_min_replicas", "endpoint_max_replicas")
 _INTS = (*_POSITIVE_INTS, "endpoint_traffic_percentage")  # 0..100, checked with the endpoint
+# Positive whole numbers whose absence is a choice of its own.
+_UNSET_INTS = ("beam_direct_workers", "train_steps")
 _BOOLS = ("enable_cache", "warm_start", "dataflow_public_ips", "tune")
 
 
@@ -172,6 +180,7 @@ class CloudConfig:
     enable_cache: bool = True
     warm_start: bool = False
     beam_runner: str = "direct"
+    beam_direct_workers: int | None = None
     dataflow_machine_type: str = "n1-standard-4"
     dataflow_max_workers: int = 4
     dataflow_disk_size_gb: int = 100
@@ -233,9 +242,12 @@ class CloudConfig:
             bad("kfp_host")
         if self.beam_runner not in BEAM_RUNNERS:
             bad("beam_runner")
+        elif self.beam_runner != "direct" and self.beam_direct_workers is not None:
+            bad("beam_direct_workers", f"it sets DirectRunner's workers, and beam_runner is "
+                f"{self.beam_runner!r}: unset it")
         for name in _POSITIVE_INTS:
             value = getattr(self, name)
-            if name == "train_steps" and value is None:
+            if name in _UNSET_INTS and value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 bad(name)
@@ -355,7 +367,7 @@ class CloudConfig:
         """DirectRunner in the component's container, or Dataflow workers running the pipeline
         image as their SDK container."""
         if self.beam_runner == "direct":
-            args = ("--direct_running_mode=multi_processing", "--direct_num_workers=0")
+            args = direct_runner_args(self.beam_direct_workers)
             if self.data_source == "bigquery":
                 # BigQuery's export needs a project and a gs:// temp location wherever it runs.
                 args += (f"--project={self.project}", f"--temp_location={self.temp_location}")
@@ -461,8 +473,10 @@ def _parse(name: str, raw: str) -> object:
     return raw
 
 
-def read(path: str | None = None, env: Mapping[str, str] | None = None) -> CloudConfig:
-    """CloudConfig from a TOML file, then environment variables; not yet validated.
+def read(path: str | None = None, env: Mapping[str, str] | None = None,
+         defaults: Mapping[str, str] = ()) -> CloudConfig:
+    """CloudConfig from a TOML file, then environment variables, then `defaults` (values by
+    variable name) for what neither sets; not yet validated.
 
     Raises:
       ConfigError: the file is missing or not TOML, it names an unknown setting, or a required
@@ -483,9 +497,12 @@ def read(path: str | None = None, env: Mapping[str, str] | None = None) -> Cloud
         if unknown:
             raise ConfigError(f"cloud config {path!r}: unknown setting(s) {unknown}; expected "
                               f"only {sorted(_FIELDS)}")
+    defaults = dict(defaults)
     for name, field in _FIELDS.items():
         if env.get(field.var):
             values[name] = _parse(name, env[field.var])
+        elif name not in values and defaults.get(field.var):
+            values[name] = _parse(name, defaults[field.var])
     missing = [n for n, f in _FIELDS.items() if f.required and not values.get(n)]
     if missing:
         raise ConfigError(
