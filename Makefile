@@ -105,11 +105,12 @@ browser:
 
 # The kfp-local end-to-end test runs tasks in .venv-image (`make image-venv`).
 # Tests run on two processes (pytest-xdist): the end-to-end runs spend most of their time in
-# single-threaded start-up. TEST_WORKERS=0 runs them in this process. The slowest tests are
-# listed at the end, where CI's time goes.
+# single-threaded start-up. A process that runs out of tests takes half of the other's queue
+# (worksteal), so neither waits idle on the other's last minutes. TEST_WORKERS=0 runs them in
+# this process. The slowest tests are listed at the end, where CI's time goes.
 TEST_WORKERS ?= 2
 test: venv image-venv browser
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --durations=20
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=20
 
 # The HTML report of the latest run in output/ (or OUTPUT_DIR); `make run` writes it too.
 report: venv
@@ -117,7 +118,7 @@ report: venv
 
 # The end-to-end DAG runs alone.
 test-e2e: venv image-venv browser
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m e2e
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m e2e
 
 # Does the Trainer's TPU step (bfloat16, XLA) compile and keep static shapes, and can this host's
 # input function feed it? Needs a `make run` first; on a TPU VM it runs on the TPU.
