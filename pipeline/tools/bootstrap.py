@@ -608,8 +608,8 @@ def ensemble_size(task: str, train_rows: int) -> int:
     """ensemble_size for this task and this many training rows: BINARY_ENSEMBLE_SIZE for a
     binary label below LARGE_DATA_ROWS, where the members' mean raised the AUC on four of the
     quality suite's six binary datasets (their mean AUC by 0.0062) and an epoch costs seconds;
-    else 1. On a multiclass dataset it scored lower; on large data it is untried, and a CPU
-    epoch of minutes would take several times as long."""
+    else 1. On a multiclass dataset and on one of two regression datasets it scored lower; on
+    large data it is untried, and a CPU epoch of minutes would take several times as long."""
     return BINARY_ENSEMBLE_SIZE if task == tasks.BINARY and train_rows < LARGE_DATA_ROWS else 1
 
 
