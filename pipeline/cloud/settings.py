@@ -148,8 +148,7 @@ _FIELDS: dict[str, _Field] = {
 # Every environment variable a setting is read from.
 ENV_VARS = tuple(f.var for f in _FIELDS.values())
 _POSITIVE_INTS = ("beam_direct_workers", "dataflow_max_workers", "dataflow_disk_size_gb",
-                  "train_steps",
-                  "tune_trials", "endpoint_min_replicas", "endpoint_max_replicas")
+                  "train_steps", "tune_trials", "endpoint_min_replicas", "endpoint_max_replicas")
 _INTS = (*_POSITIVE_INTS, "endpoint_traffic_percentage")  # 0..100, checked with the endpoint
 # Positive whole numbers whose absence is a choice of its own.
 _UNSET_INTS = ("beam_direct_workers", "train_steps")
