@@ -307,6 +307,18 @@ def test_profile_is_written_into_the_model_runs_logs(baseline):
     assert len(traces) == 1 and os.path.getsize(traces[0]) > 0
 
 
+def test_the_logs_hold_the_epochs_scalars_and_not_the_train_steps_graph(baseline):
+    """The step's graph is left out (trainer_module/run.py: under MirroredStrategy it holds a
+    copy per replica and took a minute to write); the scalars the report draws are there."""
+    from tensorboard.backend.event_processing import event_file_loader
+
+    logs = os.path.join(baseline.model_run_dir, "logs")
+    assert "loss" in report.training_curves(logs)["train"]
+    events = [event for path in glob.glob(os.path.join(logs, "*", "events.out.tfevents.*"))
+              for event in event_file_loader.EventFileLoader(path).Load()]
+    assert events and not [e for e in events if e.graph_def or e.meta_graph_def]
+
+
 def test_export_parity_passes_on_a_faithful_export(transformed_data, tmp_path, caplog):
     args = _fn_args(transformed_data, str(tmp_path), 8, per_replica_batch_size=64,
                     mixed_precision="mixed_bfloat16")

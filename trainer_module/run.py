@@ -64,9 +64,13 @@ def _callbacks(run_dir: str, epochs: int, *extra: tf_keras.callbacks.Callback,
     return [
         _EpochLog(epochs),
         *extra,
+        # The logs hold the epochs' scalars and any profile, not the train step's graph: under
+        # MirroredStrategy that graph holds a copy of the step per replica, and writing it
+        # kept taxi's 160-step fit on 8 CPU replicas running 109 s instead of 38 s. The
+        # model's own graph is in the exported SavedModel.
         tf_keras.callbacks.TensorBoard(
             log_dir=os.path.join(run_dir, "logs"), update_freq="epoch",
-            profile_batch=profile_batch),
+            profile_batch=profile_batch, write_graph=False),
         # A preempted (killed and restarted) Trainer resumes from the last finished epoch
         # instead of step 0.
         tf_keras.callbacks.BackupAndRestore(backup_dir=os.path.join(run_dir, "backup")),
