@@ -105,12 +105,14 @@ browser:
 
 # The kfp-local end-to-end test runs tasks in .venv-image (`make image-venv`).
 # Tests run on two processes (pytest-xdist): the end-to-end runs spend most of their time in
-# single-threaded start-up. A process that runs out of tests takes half of the other's queue
-# (worksteal), so neither waits idle on the other's last minutes. TEST_WORKERS=0 runs them in
-# this process. The slowest tests are listed at the end, where CI's time goes.
+# single-threaded start-up. Each process takes the next test when it finishes one, and the
+# tests that take minutes are collected first (tests/conftest.py), so neither waits idle on
+# the other's last long test. TEST_WORKERS=0 runs them in this process. The slowest tests are
+# listed at the end, where CI's time goes.
 TEST_WORKERS ?= 2
+TEST_ORDER := --dist load --maxschedchunk 1
 test: venv image-venv browser
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=20
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(TEST_ORDER) --durations=20
 
 # The HTML report of the latest run in output/ (or OUTPUT_DIR); `make run` writes it too.
 report: venv
@@ -118,7 +120,7 @@ report: venv
 
 # The end-to-end DAG runs alone.
 test-e2e: venv image-venv browser
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m e2e
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(TEST_ORDER) -m e2e
 
 # Does the Trainer's TPU step (bfloat16, XLA) compile and keep static shapes, and can this host's
 # input function feed it? Needs a `make run` first; on a TPU VM it runs on the TPU.

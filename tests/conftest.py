@@ -140,6 +140,17 @@ def write_raw(dataset: DatasetRows, rows: list[dict[str, str]], path: str) -> No
             writer.write(record)
 
 
+# The markers of the tests that take minutes: they are collected first.
+LONG_MARKERS = ("e2e", "long")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that take minutes come first, in file order, and the rest after them.
+    `make test` hands tests to its workers one at a time in this order, so no worker is left
+    running a long test alone at the end while the other waits."""
+    items.sort(key=lambda item: not any(item.get_closest_marker(m) for m in LONG_MARKERS))
+
+
 @pytest.fixture(scope="session")
 def transformed_data(tmp_path_factory) -> TransformedData:
     """1,500 shipped taxi rows analyzed and transformed, written as GZIP TFRecords."""

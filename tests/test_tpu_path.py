@@ -326,6 +326,7 @@ EIGHT_REPLICA_RUNS = {
 }
 
 
+@pytest.mark.long
 def test_eight_replicas_train_like_one(task_data, tmp_path):
     """8 logical CPU devices: the layout of a v3-8/v4-8 host, with the real run_fn."""
     task = task_data.spec.task
@@ -349,6 +350,7 @@ def test_eight_replicas_train_like_one(task_data, tmp_path):
     assert better(results[1]) and abs(results[8] - results[1]) <= gap, results
 
 
+@pytest.mark.long
 def test_eight_times_the_batch_keeps_quality_with_the_scaled_learning_rate(transformed_data,
                                                                            tmp_path):
     """Batch 32 on one replica for 400 steps vs 8 replicas at batch 256 for 50 steps (the same
@@ -368,6 +370,7 @@ def test_eight_times_the_batch_keeps_quality_with_the_scaled_learning_rate(trans
     assert aucs[1] > 0.85 and abs(aucs[8] - aucs[1]) < 0.03, aucs
 
 
+@pytest.mark.long
 def test_killed_trainer_resumes_from_its_last_checkpoint(transformed_data, tmp_path):
     args = _fn_args(transformed_data, str(tmp_path), 4 * 600, checkpoint_epochs=4,
                     per_replica_batch_size=128, steps_per_execution=1)
