@@ -112,6 +112,7 @@ TRAINER_VARIABLES = {
     "LABEL_SMOOTHING": ("label_smoothing", _env_float),
     "VALIDATION_FRACTION": ("validation_fraction", _env_float),
     "ENSEMBLE_SIZE": ("ensemble_size", _env_int),
+    "ENSEMBLE_KIND": ("ensemble_kind", _env_str),
     "SEED": ("seed", _env_int),
     "WARM_START": ("warm_start", _env_bool),
     "STRATEGY": ("strategy", _env_str),

@@ -108,6 +108,7 @@ def test_unknown_trainer_setting_is_named():
     ("lr_floor", 1.0, r"expected a number in \[0, 1\)"),
     ("label_smoothing", 1.0, r"expected a number in \[0, 1\)"),
     ("ensemble_size", 0, "expected a whole number >= 1"),
+    ("ensemble_kind", "bagged", "expected one of mini, packed"),
     ("reference_batch_size", 0, "expected a whole number >= 1"),
     ("warmup_fraction", 1.5, r"expected a number in \[0, 1\)"),
     ("profile_steps", (5, 2), "expected two train steps 'first,last' with 1 <= first <= last"),

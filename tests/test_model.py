@@ -341,6 +341,49 @@ def test_an_ensemble_trains_on_its_members_losses_and_answers_their_mean(task_da
                                rtol=1e-5, atol=1e-6)
 
 
+def test_packed_members_train_hidden_layers_of_their_own(transformed_data, tmp_path):
+    """TabM-packed: each member's hidden layers are its own, started as one MLP's would be
+    (not k times smaller), penalised by l2 / k; the export answers as the trained members'
+    mean does."""
+    config = TrainerConfig.create(hidden_units=(64, 32), ensemble_size=4,
+                                  ensemble_kind="packed", dropout=0.0, l2=0.001)
+    model = _model(transformed_data, config)
+    assert isinstance(model, Ensemble)
+    first = model.get_layer("hidden_0")
+    kernel = first.kernel.numpy()
+    width = kernel.shape[1]
+    assert kernel.shape == (4, width, 64) and model.get_layer("hidden_1").kernel.shape == (
+        4, 64, 32)
+    # Each member starts from its own draw, at a single 64-unit layer's Glorot scale.
+    limit = (6.0 / (width + 64)) ** 0.5
+    assert abs(kernel.std() - limit / np.sqrt(3)) < 0.1 * limit / np.sqrt(3)
+    assert not np.allclose(kernel[0], kernel[1])
+    np.testing.assert_allclose(float(first.losses[0]),
+                               0.001 / 4 * float(np.sum(kernel ** 2)), rtol=1e-5)
+    batch = next(iter(tf.data.TFRecordDataset(transformed_data.train_files, "GZIP").batch(64)))
+    transformed = tf.io.parse_example(batch, _tft(transformed_data).transformed_feature_spec())
+    inputs = model_inputs(transformed, transformed_data.spec)
+    per_member = model.members()(inputs).numpy()
+    assert np.ptp(per_member, axis=1).max() > 1e-3  # the members answer differently
+    compile_model(model, transformed_data.spec, optimizer=tf_keras.optimizers.legacy.Adam(1e-3),
+                  steps_per_execution=1, jit_compile=False)
+    model.fit(inputs, transformed[transformed_data.spec.label_key], batch_size=64, epochs=1,
+              verbose=0)
+    export_dir = str(tmp_path / "serving")
+    export.export_serving_model(model, config, transformed_data.spec, _tft(transformed_data),
+                                export_dir, (0.0, 1.0))
+    serving = transformed_data.rows.serialized(list(transformed_data.eval_csv_rows[:8]),
+                                               serving=True)
+    out = tf.saved_model.load(export_dir).signatures[keys.SERVING_SIGNATURE](
+        examples=tf.constant(serving))
+    parsed = tf.io.parse_example(serving, export.serving_raw_feature_spec(
+        _tft(transformed_data), transformed_data.spec))
+    expected = model(model_inputs(_tft(transformed_data).transform_features_layer()(parsed),
+                                  transformed_data.spec))
+    np.testing.assert_allclose(out["probabilities"].numpy(), expected.numpy(), rtol=1e-5,
+                               atol=1e-6)
+
+
 def test_an_ensemble_trains_on_columns_whose_names_keras_cannot_take_as_they_are():
     """A column such as 'Payment Type' reaches Keras under its TensorFlow-safe name
     ('Payment_Type_…'); the members' model, which the ensemble's step trains, takes the inputs

@@ -20,7 +20,7 @@ from tensorflow.python.tpu import tpu_system_metadata
 from tfx.components.trainer.fn_args_utils import FnArgs
 
 from trainer_module import keys, plan, run, strategy, tool_tpu_step
-from trainer_module.config import TrainerConfig
+from trainer_module.config import ENSEMBLE_KINDS, TrainerConfig
 from trainer_module.executor import RAW_EVAL_FILES_KEY
 from trainer_module.features import CATEGORY, FLOAT, PACKED_NAMES
 from trainer_module.strategy import TPURuntime, get_distribution_strategy
@@ -240,12 +240,14 @@ def test_train_step_compiles_with_xla_and_traces_once(task_data):
     assert "Input cache: train ~" in text  # the Trainer's own decision, measured as it is
 
 
-def test_an_ensembles_step_compiles_with_xla_in_bfloat16(transformed_data):
-    """TabM-mini's members (ModelConfig.ensemble_size) keep the step TPU-shaped: static
-    shapes, one trace, bfloat16 compute under XLA."""
+@pytest.mark.parametrize("kind", ENSEMBLE_KINDS)
+def test_an_ensembles_step_compiles_with_xla_in_bfloat16(transformed_data, kind):
+    """Either kind of members (ModelConfig.ensemble_size, ensemble_kind) keeps the step
+    TPU-shaped: static shapes, one trace, bfloat16 compute under XLA."""
     report = tool_tpu_step.check(
         transformed_data.transform_dir, transformed_data.train_files,
-        TrainerConfig.create(per_replica_batch_size=32, steps_per_execution=4, ensemble_size=8),
+        TrainerConfig.create(per_replica_batch_size=32, steps_per_execution=4, ensemble_size=8,
+                             ensemble_kind=kind),
         transformed_data.spec, steps=16)
     assert report.xla_ok, report.xla_error
     assert report.traces == 1 and report.steps_run == 16 and report.ready

@@ -20,9 +20,12 @@ PRECISIONS = ("auto", "float32", "mixed_bfloat16")
 CACHE_MODES = ("auto", "memory", "none")
 LR_SCALINGS = ("none", "linear", "sqrt")
 LR_DECAYS = ("cosine", "none")
+# How an ensemble's members are built (ModelConfig.ensemble_kind).
+ENSEMBLE_KINDS = ("mini", "packed")
 # The settings that take one of a fixed set of words.
 CHOICES = {"cache": CACHE_MODES, "lr_scaling": LR_SCALINGS, "lr_decay": LR_DECAYS,
-           "strategy": STRATEGIES, "mixed_precision": PRECISIONS}
+           "strategy": STRATEGIES, "mixed_precision": PRECISIONS,
+           "ensemble_kind": ENSEMBLE_KINDS}
 
 # The largest cross_buckets whose square fits int32: the pair hash multiplies two ids below it.
 MAX_CROSS_BUCKETS = 46340
@@ -104,6 +107,12 @@ class ModelConfig:
       keeps static shapes; training minimises the mean of the members' losses, and the model
       answers (and is scored and early-stopped on) the mean of their predictions. A step costs
       about k times the MLP's arithmetic. 1: one plain MLP.
+    ensemble_kind: how the k members are built. 'mini' is TabM-mini, as above. 'packed' is
+      TabM-packed: each member has hidden layers of its own, started from its own random
+      weights, so the members are k independent MLPs trained on the same batches; all k run
+      as one batched matmul per layer, the same arithmetic as 'mini' with k times the hidden
+      layers' weights. The L2 penalty on each member's weights is l2 / k, as each member's
+      loss counts 1 / k of the step's.
     """
 
     hidden_units: tuple[int, ...] = (256, 128)
@@ -114,6 +123,7 @@ class ModelConfig:
     dropout: float = 0.3
     l2: float = 0.001
     ensemble_size: int = 1
+    ensemble_kind: str = "mini"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_units", tuple(self.hidden_units))
@@ -132,6 +142,7 @@ class ModelConfig:
         _check_fraction("dropout", self.dropout)
         _check_fraction("l2", self.l2)
         _check_int("ensemble_size", self.ensemble_size, minimum=1)
+        _check_choice("ensemble_kind", self.ensemble_kind)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -33,7 +33,7 @@ TRAINING_CONFIG_KEYS = ("early_stopping_patience", "refit_factor", "lr_floor",
 TRAINING_KEYS = (*BUDGET_KEYS, *TRAINING_CONFIG_KEYS, "window_spans")
 # The network a spec may give ([model]): ModelConfig's settings of the same names.
 MODEL_KEYS = ("hidden_units", "embedding_dim", "dropout", "l2", "cross_buckets",
-              "ensemble_size")
+              "ensemble_size", "ensemble_kind")
 
 
 class SpecError(ValueError):

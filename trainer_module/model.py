@@ -8,6 +8,7 @@ pipeline and the serving signature is `model_inputs`.
 """
 
 import itertools
+from typing import Any
 
 import tensorflow as tf
 import tensorflow_transform as tft
@@ -102,11 +103,19 @@ def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
                      else tf.gather(inputs[values], order, axis=1))
     x = tf_keras.layers.Concatenate(name="all_features")(parts) if len(parts) > 1 else parts[0]
     members = settings.ensemble_size
-    if members > 1:
+    packed = members > 1 and settings.ensemble_kind == "packed"
+    if packed:
+        x = MemberCopies(members, name="member_copies")(x)
+    elif members > 1:
         x = MemberScales(members, name="member_scales")(x)
     for i, width in enumerate(settings.hidden_units):
-        x = tf_keras.layers.Dense(width, activation="relu", name=f"hidden_{i}",
-                                  kernel_regularizer=regularizer)(x)
+        if packed:
+            x = MemberDense(width, "relu", initializer=member_glorot_uniform,
+                            regularizer=tf_keras.regularizers.L2(settings.l2 / members)
+                            if settings.l2 else None, name=f"hidden_{i}")(x)
+        else:
+            x = tf_keras.layers.Dense(width, activation="relu", name=f"hidden_{i}",
+                                      kernel_regularizer=regularizer)(x)
         if settings.dropout:
             x = tf_keras.layers.Dropout(settings.dropout, name=f"dropout_{i}")(x)
     name = spec.name or spec.task
@@ -141,18 +150,46 @@ class MemberScales(tf_keras.layers.Layer):
         return {**super().get_config(), "members": self.members}
 
 
+class MemberCopies(tf_keras.layers.Layer):
+    """[batch, d] → [batch, k, d]: the features once per member, unchanged (TabM-packed's
+    members differ by their own weights)."""
+
+    def __init__(self, members: int, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.members = members
+
+    def call(self, x: tf.Tensor) -> tf.Tensor:
+        return tf.repeat(x[:, tf.newaxis, :], self.members, axis=1)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "members": self.members}
+
+
+def member_glorot_uniform(shape: tuple[int, int, int], dtype: tf.DType | None = None
+                          ) -> tf.Tensor:
+    """Glorot's uniform start for a [k, width, units] kernel, as each member's own
+    [width, units] layer would have it (Keras' glorot_uniform would count the k members into
+    the fans and start every member √k times smaller)."""
+    limit = (6.0 / (shape[-2] + shape[-1])) ** 0.5
+    return tf_keras.initializers.RandomUniform(-limit, limit)(shape, dtype)
+
+
 class MemberDense(tf_keras.layers.Layer):
     """[batch, k, width] → [batch, k, units]: a dense layer of each member's own (the
-    members' heads), all k as one batched matmul."""
+    members' heads, and TabM-packed's hidden layers), all k as one batched matmul."""
 
-    def __init__(self, units: int, activation: str | None = None, **kwargs) -> None:
+    def __init__(self, units: int, activation: str | None = None,
+                 initializer: Any = "glorot_uniform", regularizer: Any = None,
+                 **kwargs) -> None:
         super().__init__(**kwargs)
         self.units, self.activation = units, tf_keras.activations.get(activation)
+        self.initializer, self.regularizer = initializer, regularizer
 
     def build(self, input_shape: tf.TensorShape) -> None:
         members, width = input_shape[-2], input_shape[-1]
         self.kernel = self.add_weight(name="kernel", shape=(members, width, self.units),
-                                      initializer="glorot_uniform")
+                                      initializer=self.initializer,
+                                      regularizer=self.regularizer)
         self.bias = self.add_weight(name="bias", shape=(members, self.units),
                                     initializer="zeros")
         super().build(input_shape)
