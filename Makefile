@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 # The tfx CLI finds its engines with `pip freeze`: the venv (with pip in it) comes first.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: venv image-venv kfp-local run predict dataset report bench bench-quality figures browser test test-e2e tpu-check schema lint lock clean clean-outputs compile preflight submit schedule schedules unschedule image image-tpu
+.PHONY: venv image-venv test-setup kfp-local run predict dataset report bench bench-quality figures browser test test-e2e tpu-check schema lint lock clean clean-outputs compile preflight submit schedule schedules unschedule image image-tpu
 
 $(STAMP): requirements.lock pyproject.toml Makefile
 	@test -x $(BIN)/python || { version=$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null); \
@@ -103,7 +103,11 @@ browser:
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	else echo "the report test needs Chromium and ChromeDriver: sudo apt-get install chromium chromium-driver" >&2; exit 2; fi
 
-# The kfp-local end-to-end test runs tasks in .venv-image (`make image-venv`).
+# The kfp-local end-to-end test runs tasks in .venv-image (`make image-venv`). On a fresh
+# machine it and the browser install side by side: each waits mostly on downloads and disk.
+test-setup: venv
+	@$(MAKE) --no-print-directory -j2 image-venv browser
+
 # Tests run on two processes (pytest-xdist): the end-to-end runs spend most of their time in
 # single-threaded start-up. Each process takes the next test when it finishes one, and the
 # tests that take minutes are collected first (tests/conftest.py), so neither waits idle on
@@ -111,7 +115,7 @@ browser:
 # listed at the end, where CI's time goes.
 TEST_WORKERS ?= 2
 TEST_ORDER := --dist load --maxschedchunk 1
-test: venv image-venv browser
+test: test-setup
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(TEST_ORDER) --durations=20
 
 # The HTML report of the latest run in output/ (or OUTPUT_DIR); `make run` writes it too.
@@ -119,7 +123,7 @@ report: venv
 	@$(BIN)/tpu-pipeline report $(DATASET_ARGS) $(SAY_CODE)
 
 # The end-to-end DAG runs alone.
-test-e2e: venv image-venv browser
+test-e2e: test-setup
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(TEST_ORDER) -m e2e
 
 # Does the Trainer's TPU step (bfloat16, XLA) compile and keep static shapes, and can this host's
