@@ -104,9 +104,10 @@ browser:
 	else echo "the report test needs Chromium and ChromeDriver: sudo apt-get install chromium chromium-driver" >&2; exit 2; fi
 
 # The kfp-local end-to-end test runs tasks in .venv-image (`make image-venv`). On a fresh
-# machine it and the browser install side by side: each waits mostly on downloads and disk.
-test-setup: venv
-	@$(MAKE) --no-print-directory -j2 image-venv browser
+# machine the browser installs beside the two venvs (the image's needs .venv's uv): each waits
+# mostly on downloads and disk.
+test-setup:
+	@$(MAKE) --no-print-directory -j3 venv image-venv browser
 
 # Tests run on two processes (pytest-xdist): the end-to-end runs spend most of their time in
 # single-threaded start-up. Each process takes the next test when it finishes one, and the
