@@ -299,6 +299,41 @@ def test_each_split_is_written_in_random_order_across_files(tmp_path, monkeypatc
         assert abs(correlation) < 0.2, (split, correlation)
 
 
+def test_the_same_rows_give_the_same_files_and_spread_a_rows_copies(tmp_path, monkeypatch):
+    """The same rows, once as one file and once as two files in another order: each split's
+    files are the same, byte for byte, so a fixed SEED trains on the same validation slice
+    (drawn by file and position). A row repeated 300 times is spread over its file, not written
+    as one run that the slice would take or leave whole."""
+    rows = [f"{i},{i % 7}\n" for i in range(2000)] + ["-1,0\n"] * 300
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    (one / "rows.csv").write_text("i,x\n" + "".join(rows), encoding="utf-8")
+    (two / "a.csv").write_text("i,x\n" + "".join(rows[1500:][::-1]), encoding="utf-8")
+    (two / "b.csv").write_text("i,x\n" + "".join(rows[:1500]), encoding="utf-8")
+    monkeypatch.setattr(example_gen, "SHARD_INPUT_BYTES",
+                        (one / "rows.csv").stat().st_size // 3 + 10)
+    output_config = example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
+        splits=[example_gen_pb2.SplitConfig.Split(name="train", hash_buckets=2),
+                example_gen_pb2.SplitConfig.Split(name="eval", hash_buckets=1)]))
+    for data_dir in (one, two):
+        _run(example_gen.Executor, data_dir, tmp_path / f"out-{data_dir.name}", output_config)
+    for split in ("train", "eval"):
+        files = [sorted((tmp_path / f"out-{name}" / f"Split-{split}").iterdir())
+                 for name in ("one", "two")]
+        assert [p.name for p in files[0]] == [p.name for p in files[1]] and len(files[0]) == 3
+        for ours, theirs in zip(*files, strict=True):
+            assert ours.read_bytes() == theirs.read_bytes(), (split, ours.name)
+    # Every copy has the same bytes, so all are in one split and one file of it.
+    [ids] = [ids for path in sorted((tmp_path / "out-one" / "Split-train").iterdir())
+             if -1 in (ids := _row_ids([r.numpy() for r in tf.data.TFRecordDataset(
+                 str(path), "GZIP")]))]
+    assert ids.count(-1) == 300
+    # Adjacent copies: about 300 x 299 / rows when spread; one run of them would make 299.
+    adjacent = sum(a == b == -1 for a, b in zip(ids[:-1], ids[1:], strict=True))
+    assert adjacent < 1.5 * 300 * 299 / len(ids) < 299, (adjacent, len(ids))
+
+
 def test_shard_count_follows_the_input_size(tmp_path, monkeypatch):
     monkeypatch.setattr(example_gen, "SHARD_INPUT_BYTES", 100)
     (tmp_path / "a.csv").write_bytes(b"x" * 150)

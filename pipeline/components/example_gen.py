@@ -10,9 +10,9 @@ examples in the same splits as TFX's executor. On a local runner each split is s
 through scratch files (`WriteShuffled`) instead of a Beam reshuffle held in memory.
 """
 
+import hashlib
 import json
 import os
-import random
 import struct
 import uuid
 from collections.abc import Iterable
@@ -350,9 +350,16 @@ def shard_count(patterns: list[str], workers: int) -> int:
     return -(-shards // workers) * workers
 
 
+def _record_key(record: bytes, occurrence: int = 0) -> int:
+    """A pseudo-random number fixed by the record's bytes and which of its copies it is."""
+    return int.from_bytes(hashlib.blake2b(
+        record, digest_size=8, salt=occurrence.to_bytes(16, "little")).digest(), "little")
+
+
 class _Scatter(beam.DoFn):
-    """Appends each record to one of `shards` scratch files of its bundle, picked at random;
-    when the bundle ends, yields (shard, file) for each file it wrote."""
+    """Appends each record to one of `shards` scratch files of its bundle, picked by a hash of
+    its bytes (so every copy of a row lands in one shard); when the bundle ends, yields
+    (shard, file) for each file it wrote."""
 
     def __init__(self, scratch: str, shards: int) -> None:
         self._scratch, self._shards = scratch, shards
@@ -362,7 +369,7 @@ class _Scatter(beam.DoFn):
         self._bundle = uuid.uuid4().hex
 
     def process(self, record: bytes) -> None:
-        shard = random.randrange(self._shards)
+        shard = _record_key(record) % self._shards
         opened = self._files.get(shard)
         if opened is None:
             path = os.path.join(self._scratch, f"{self._bundle}-{shard:05d}")
@@ -388,8 +395,13 @@ def _scattered_records(path: str) -> list[bytes]:
 
 
 class _Gather(beam.DoFn):
-    """Reads every scratch file of one shard, shuffles their records and writes them as the
-    split's file of that shard (gzipped TFRecords, named as Beam's TFRecord sink names them)."""
+    """Reads every scratch file of one shard, orders their records by `_record_key` and writes
+    them as the split's file of that shard (gzipped TFRecords, named as Beam's TFRecord sink
+    names them).
+
+    The k-th copy of a row is keyed by its bytes and k, so the copies of a repeated row spread
+    over the file as distinct rows do; which copy is which cannot change the bytes written.
+    The order is thus a function of the rows alone, whatever bundles Beam made of them."""
 
     def __init__(self, output_prefix: str, shards: int) -> None:
         self._output_prefix, self._shards = output_prefix, shards
@@ -397,20 +409,30 @@ class _Gather(beam.DoFn):
     def process(self, shard: int, scattered: list[tuple[int, str]]) -> None:
         import tensorflow as tf
 
-        records = [record for owner, path in scattered if owner == shard
-                   for record in _scattered_records(path)]
-        random.shuffle(records)
+        copies: dict[bytes, int] = {}
+        keyed = []
+        for owner, path in scattered:
+            if owner != shard:
+                continue
+            for record in _scattered_records(path):
+                occurrence = copies.get(record, 0)
+                copies[record] = occurrence + 1
+                keyed.append((_record_key(record, occurrence), record))
+        keyed.sort()
         path = f"{self._output_prefix}-{shard:05d}-of-{self._shards:05d}.gz"
         tf.io.gfile.makedirs(os.path.dirname(path))
         with tf.io.TFRecordWriter(path, tf.io.TFRecordOptions(compression_type="GZIP")) as f:
-            for record in records:
+            for _, record in keyed:
                 f.write(record)
 
 
 class WriteShuffled(beam.PTransform):
     """Writes serialized records to `shards` gzipped TFRecord files of a split directory, in
-    random order (each record in a random file, each file shuffled), through scratch files
-    rather than a Beam shuffle: at most one file's records are in memory at once."""
+    an order that looks random and is fixed by the rows (each row's file and place in it
+    follow a hash of its bytes), through scratch files rather than a Beam shuffle: at most
+    one file's records are in memory at once. The same CSV thus gives the same files, record
+    for record, on every run: the Trainer's validation slice, drawn by file and position,
+    holds the same rows."""
 
     def __init__(self, split_dir: str, scratch: str, shards: int) -> None:
         super().__init__()
