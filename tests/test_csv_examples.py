@@ -8,6 +8,7 @@ import io
 import pytest
 import tensorflow as tf
 from google.protobuf import json_format
+from tfx.components.example_gen import utils
 from tfx.components.example_gen.csv_example_gen import executor as tfx_csv
 from tfx.proto import example_gen_pb2
 from tfx.types import standard_artifacts
@@ -85,6 +86,12 @@ def test_types_and_rows_as_tfx_infers_and_serializes_them(text):
         inferrer.add_input({}, rows[0][1:])
 
 
+def _train_and_eval() -> example_gen_pb2.Output:
+    """TFX's default split of one input, as the pipeline's CsvExampleGen writes it: train and
+    eval, 2:1 by hash."""
+    return utils.make_default_output_config(csv_input_config())
+
+
 def _run(executor_class, data_dir, out_dir, output_config: example_gen_pb2.Output,
          **properties: str) -> dict:
     """Runs an executor (Beam in-process); returns each split's records."""
@@ -119,9 +126,7 @@ def test_executor_writes_tfx_examples_in_tfx_splits(tmp_path, partition_feature)
     data_dir.mkdir()
     for name, part in (("a.csv", lines[:1500]), ("b.csv", lines[1500:2400])):
         (data_dir / name).write_text(header + "".join(part), encoding="utf-8")
-    output_config = example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
-        splits=[example_gen_pb2.SplitConfig.Split(name="train", hash_buckets=2),
-                example_gen_pb2.SplitConfig.Split(name="eval", hash_buckets=1)]))
+    output_config = _train_and_eval()
     if partition_feature:
         output_config.split_config.partition_feature_name = partition_feature
     expected = _run(tfx_csv.Executor, data_dir, tmp_path / "tfx", output_config)
@@ -148,9 +153,7 @@ def test_a_gzip_compressed_file_gives_the_examples_its_text_gives(tmp_path):
     (plain / "b.csv").write_text(header + "".join(lines[600:1200]), encoding="utf-8")
     with gzip.open(mixed / "b.csv.gz", "wt", encoding="utf-8") as f:
         f.write(header + "".join(lines[600:1200]))
-    output_config = example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
-        splits=[example_gen_pb2.SplitConfig.Split(name="train", hash_buckets=2),
-                example_gen_pb2.SplitConfig.Split(name="eval", hash_buckets=1)]))
+    output_config = _train_and_eval()
     expected = _run(example_gen.Executor, plain, tmp_path / "from_plain", output_config)
     got = _run(example_gen.Executor, mixed, tmp_path / "from_mixed", output_config)
     assert sum(len(records) for records in got.values()) == 1200
@@ -168,9 +171,7 @@ def test_a_spreadsheets_trailing_empty_columns_are_no_features(tmp_path):
     (plain / "a.csv").write_text(header + "".join(lines[:300]), encoding="utf-8")
     (excel / "a.csv").write_text("".join(line.rstrip("\r\n") + ",,,\n"
                                          for line in [header, *lines[:300]]), encoding="utf-8")
-    output_config = example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
-        splits=[example_gen_pb2.SplitConfig.Split(name="train", hash_buckets=2),
-                example_gen_pb2.SplitConfig.Split(name="eval", hash_buckets=1)]))
+    output_config = _train_and_eval()
     expected = _run(example_gen.Executor, plain, tmp_path / "from_plain", output_config)
     got = _run(example_gen.Executor, excel, tmp_path / "from_excel", output_config)
     for split, records in expected.items():
@@ -274,9 +275,7 @@ def test_each_split_is_written_in_random_order_across_files(tmp_path, monkeypatc
     text = "i,x\n" + "".join(f"{i},{i % 7}\n" for i in range(rows))
     (data_dir / "sorted.csv").write_text(text, encoding="utf-8")
     monkeypatch.setattr(example_gen, "SHARD_INPUT_BYTES", len(text) // 3 + 1)
-    output_config = example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
-        splits=[example_gen_pb2.SplitConfig.Split(name="train", hash_buckets=2),
-                example_gen_pb2.SplitConfig.Split(name="eval", hash_buckets=1)]))
+    output_config = _train_and_eval()
     expected = _run(tfx_csv.Executor, data_dir, tmp_path / "tfx", output_config)
     out_dir = tmp_path / "ours"
     ours = _run(example_gen.Executor, data_dir, out_dir, output_config)
@@ -313,9 +312,7 @@ def test_the_same_rows_give_the_same_files_and_spread_a_rows_copies(tmp_path, mo
     (two / "b.csv").write_text("i,x\n" + "".join(rows[:1500]), encoding="utf-8")
     monkeypatch.setattr(example_gen, "SHARD_INPUT_BYTES",
                         (one / "rows.csv").stat().st_size // 3 + 10)
-    output_config = example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
-        splits=[example_gen_pb2.SplitConfig.Split(name="train", hash_buckets=2),
-                example_gen_pb2.SplitConfig.Split(name="eval", hash_buckets=1)]))
+    output_config = _train_and_eval()
     for data_dir in (one, two):
         _run(example_gen.Executor, data_dir, tmp_path / f"out-{data_dir.name}", output_config)
     for split in ("train", "eval"):
