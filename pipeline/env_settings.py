@@ -111,6 +111,7 @@ TRAINER_VARIABLES = {
     "REFIT_FACTOR": ("refit_factor", _env_float),
     "LABEL_SMOOTHING": ("label_smoothing", _env_float),
     "VALIDATION_FRACTION": ("validation_fraction", _env_float),
+    "VALIDATION_FOLDS": ("validation_folds", _env_int),
     "ENSEMBLE_SIZE": ("ensemble_size", _env_int),
     "ENSEMBLE_KIND": ("ensemble_kind", _env_str),
     "SEED": ("seed", _env_int),

@@ -122,10 +122,22 @@ def test_unknown_trainer_setting_is_named():
     ("refit_factor", 0.5, r"expected 0 \(off\) or a number in \[1, 10\]"),
     ("refit_factor", 11, r"expected 0 \(off\) or a number in \[1, 10\]"),
     ("refit_factor", True, r"expected 0 \(off\) or a number in \[1, 10\]"),
+    ("validation_folds", 0, "expected a whole number >= 1 and <= 10"),
+    ("validation_folds", 11, "expected a whole number >= 1 and <= 10"),
 ])
 def test_trainer_settings_name_value_and_form(setting, value, expected):
     with pytest.raises(TrainerConfigError, match=f"{setting}=.*{expected}"):
         TrainerConfig.create(**{setting: value})
+
+
+def test_folds_refuse_a_warm_start():
+    """A warm start continues one network from the blessed model; k fold networks have no
+    one blessed network to start from."""
+    with pytest.raises(TrainerConfigError, match="warm_start=True with validation_folds=3: .*"
+                                                 "set validation_folds=1"):
+        TrainerConfig.create(validation_folds=3, warm_start=True)
+    with pytest.raises(ConfigError, match="validation_folds"):
+        configure(from_env({"VALIDATION_FOLDS": "3", "WARM_START": "true"}))
 
 
 def test_profile_beyond_the_run_is_refused():

@@ -212,6 +212,27 @@ def test_the_slice_is_one_however_the_records_are_read(transformed_data, monkeyp
     assert shared[0] and shared[1] and sorted(shared[0] + shared[1]) == validation
 
 
+def test_slices_a_third_apart_are_three_folds(transformed_data):
+    """Three slices of a third each, starting a third of the rows apart, hold out every row
+    exactly once; each fold fits on the other two folds' rows, and is counted as served."""
+    files = transformed_data.train_files
+    everything = _records_of(data.read_blocks(files, 64))
+    folds = [_records_of(data.read_blocks(files, 64, part=data.VALIDATION,
+                                          validation_fraction=1 / 3, validation_start=i / 3))
+             for i in range(3)]
+    assert sorted(folds[0] + folds[1] + folds[2]) == everything
+    assert all(0.28 * len(everything) < len(fold) < 0.39 * len(everything) for fold in folds)
+    for i in range(3):
+        fit = _records_of(data.read_blocks(files, 64, part=data.FIT,
+                                           validation_fraction=1 / 3, validation_start=i / 3))
+        assert fit == sorted(folds[(i + 1) % 3] + folds[(i + 2) % 3])
+        assert data.count_examples(files, 1 / 3, i / 3) == {data.FIT: len(fit),
+                                                            data.VALIDATION: len(folds[i])}
+    # The first fold's slice is the slice of a run without folds.
+    assert folds[0] == _records_of(data.read_blocks(files, 64, part=data.VALIDATION,
+                                                    validation_fraction=1 / 3))
+
+
 def test_variable_length_feature_is_refused():
     spec = {"ok": tf.io.FixedLenFeature([], tf.float32), "bad": tf.io.VarLenFeature(tf.int64)}
     with pytest.raises(data.InputError, match="transformed feature 'bad'.*fixed-length"):

@@ -20,6 +20,7 @@ from trainer_module.model import (
     build_model,
     category_sizes,
     compile_model,
+    fold_mean,
     model_inputs,
 )
 
@@ -337,6 +338,37 @@ def test_an_ensemble_trains_on_its_members_losses_and_answers_their_mean(task_da
         examples=tf.constant(serving))
     parsed = tf.io.parse_example(serving, export.serving_raw_feature_spec(_tft(task_data), spec))
     expected = model(model_inputs(_tft(task_data).transform_features_layer()(parsed), spec))
+    np.testing.assert_allclose(out[spec.task_info.prediction_key].numpy(), expected.numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_fold_networks_answer_their_mean_and_export_it(task_data, tmp_path):
+    """validation_folds: networks trained on different folds (here: started from different
+    seeds, with and without members) answer as one model, the mean of their answers, and the
+    export rebuilt from the config answers the same."""
+    spec = task_data.spec
+    scale = (12.5, 10.0) if spec.task == "regression" else (0.0, 1.0)
+    config = TrainerConfig.create(hidden_units=(128,), ensemble_size=2, validation_folds=3)
+    networks = []
+    for seed in range(3):
+        tf_keras.utils.set_random_seed(seed)
+        networks.append(_model(task_data, config, scale))
+    folded = fold_mean(networks)
+    batch = next(iter(tf.data.TFRecordDataset(task_data.train_files, "GZIP").batch(64)))
+    inputs = model_inputs(tf.io.parse_example(batch, _tft(task_data).transformed_feature_spec()),
+                          spec)
+    answers = np.stack([network(inputs).numpy() for network in networks])
+    assert np.ptp(answers, axis=0).max() > 1e-3  # the networks answer differently
+    np.testing.assert_allclose(folded(inputs).numpy(), answers.mean(axis=0), rtol=1e-5,
+                               atol=1e-6)
+    export_dir = str(tmp_path / "serving")
+    export.export_serving_model(folded, config, spec, _tft(task_data), export_dir, scale)
+    rows = list(task_data.eval_csv_rows[:5])
+    serving = task_data.rows.serialized(rows, serving=True)
+    out = tf.saved_model.load(export_dir).signatures[keys.SERVING_SIGNATURE](
+        examples=tf.constant(serving))
+    parsed = tf.io.parse_example(serving, export.serving_raw_feature_spec(_tft(task_data), spec))
+    expected = folded(model_inputs(_tft(task_data).transform_features_layer()(parsed), spec))
     np.testing.assert_allclose(out[spec.task_info.prediction_key].numpy(), expected.numpy(),
                                rtol=1e-5, atol=1e-6)
 

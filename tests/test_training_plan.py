@@ -171,6 +171,36 @@ def test_without_a_validation_slice_nothing_is_refitted(transformed_data, tmp_pa
     assert not os.path.exists(os.path.join(args.model_run_dir, run.REFIT_DIR))
 
 
+def test_folds_train_a_model_on_each_slice_and_export_their_mean(transformed_data, tmp_path):
+    """validation_folds=2 with half the rows in each slice: two networks, each early-stopped
+    on the half the other fits, so the two slices hold every training row once; each fold's
+    record and logs are its own, and the export holds both networks (twice the variables of
+    one) and answers as the mean the parity gate compared it with."""
+    args = _fn_args(transformed_data, str(tmp_path), 0, epochs=3, per_replica_batch_size=64,
+                    validation_fraction=0.5, validation_folds=2)
+    args.train_steps = None
+    run.run_fn(args)
+    records = [early_stopping.read_record(run.fold_dir(args.model_run_dir, fold))
+               for fold in range(2)]
+    assert [(r.fold, r.folds) for r in records] == [(0, 2), (1, 2)]
+    assert sum(r.validation_rows for r in records) == 1000
+    assert all(r.fit_rows + r.validation_rows == 1000 and r.best_epoch >= 1 for r in records)
+    assert os.path.isdir(os.path.join(run.fold_dir(args.model_run_dir, 1), "logs"))
+    assert "This is the first of 2 models" in report._budget(records[0])
+    single = _fn_args(transformed_data, str(tmp_path / "single"), 0, epochs=1,
+                      per_replica_batch_size=64, validation_fraction=0.5)
+    single.train_steps = None
+    run.run_fn(single)
+    assert "first of" not in report._budget(early_stopping.read_record(single.model_run_dir))
+
+    def kernels(export_dir: str) -> list[str]:
+        return [name for name, _ in tf.train.list_variables(
+            os.path.join(export_dir, "variables", "variables")) if "kernel" in name]
+
+    assert kernels(single.serving_model_dir)
+    assert len(kernels(args.serving_model_dir)) == 2 * len(kernels(single.serving_model_dir))
+
+
 # --- Learning rate --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("rule, factor", [("none", 1.0), ("linear", 8.0), ("sqrt", 8 ** 0.5)])

@@ -37,6 +37,8 @@ MIN_VALIDATION_ROWS = 100
 MAX_VALIDATION_FRACTION = 0.3
 # A refit longer than ten times the kept epochs trains far past anything the slice measured.
 MAX_REFIT_FACTOR = 10
+# The most models a run trains on folds of its rows (TrainingConfig.validation_folds).
+MAX_VALIDATION_FOLDS = 10
 # The key of the Tuner's trial budget in its custom_config (beside these settings).
 TUNER_TRIALS_KEY = "tuner_trials"
 
@@ -181,6 +183,13 @@ class TrainingConfig:
       where the slice's rows are a real share of what there is to learn from; much beyond E
       it overfits where the validation loss and the metric agree (docs/trainer-and-tpu.md,
       "Refit on every training row"). Without a validation slice nothing is refitted.
+    validation_folds: k > 1 trains k models, each holding out its own slice of
+      validation_fraction of the rows (the slices start 1/k of the rows apart, so a fraction
+      of 1/k makes k disjoint folds: every row trains k - 1 models and scores one), each with
+      its own early stopping (and refit) and seed + its fold's index; the export answers the
+      mean of their answers. It costs k times the training, and pays on small data, where one
+      slice leaves rows unlearned and which rows it holds moves the model. Without a
+      validation slice one model trains. 1: one model.
     label_smoothing: classification only: the loss sees each label moved this share toward
       the uniform answer (1 - s on the true class plus s / classes on every class), so the
       model is not pushed toward certainty on rows it has already learned (RealMLP,
@@ -203,6 +212,7 @@ class TrainingConfig:
     early_stopping_patience: int = 10
     refit_factor: float = 0.0
     label_smoothing: float = 0.0
+    validation_folds: int = 1
     warm_start: bool = False
     seed: int = 42
 
@@ -225,7 +235,14 @@ class TrainingConfig:
                 f"refit_factor={self.refit_factor!r}: expected 0 (off) or a number in "
                 f"[1, {MAX_REFIT_FACTOR}]")
         _check_fraction("label_smoothing", self.label_smoothing)
+        _check_int("validation_folds", self.validation_folds, minimum=1,
+                   maximum=MAX_VALIDATION_FOLDS)
         _check_bool("warm_start", self.warm_start)
+        if self.warm_start and self.validation_folds > 1:
+            raise TrainerConfigError(
+                f"warm_start=True with validation_folds={self.validation_folds}: a warm start "
+                "continues one model from the blessed one; set validation_folds=1 "
+                "(VALIDATION_FOLDS, or the spec's [training]) or warm_start=false")
         _check_int("seed", self.seed, minimum=0)
 
 
@@ -361,9 +378,12 @@ class TrainerConfig:
         return cls(**groups)
 
 
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise TrainerConfigError(f"{name}={value!r}: expected a whole number >= {minimum}")
+def _check_int(name: str, value: Any, minimum: int, maximum: int | None = None) -> None:
+    if (isinstance(value, bool) or not isinstance(value, int) or value < minimum
+            or (maximum is not None and value > maximum)):
+        raise TrainerConfigError(
+            f"{name}={value!r}: expected a whole number >= {minimum}"
+            + (f" and <= {maximum}" if maximum is not None else ""))
 
 
 def _check_fraction(name: str, value: Any, low_open: bool = False) -> None:

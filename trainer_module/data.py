@@ -72,9 +72,12 @@ PARSE_BLOCK_RECORDS = 4096
 _plain_graph = tf.autograph.experimental.do_not_convert
 
 
-def held_out(path: tf.Tensor, positions: tf.Tensor, validation_fraction: float) -> tf.Tensor:
+def held_out(path: tf.Tensor, positions: tf.Tensor, validation_fraction: float,
+             validation_start: float = 0.0) -> tf.Tensor:
     """Which records of the file at `path`, at these 0-based positions in it, are in the
-    validation slice (bool, the positions' shape).
+    validation slice (bool, the positions' shape): the validation_fraction of the hash's
+    buckets from validation_start (a share of them) on, wrapping past the last. Slices that
+    start 1/k apart are k disjoint folds when each holds 1/k of the rows.
 
     The position, not the record's bytes, decides: rows that repeat (a file with a few
     thousand distinct rows among a million) would otherwise all fall on one side, and the
@@ -82,12 +85,14 @@ def held_out(path: tf.Tensor, positions: tf.Tensor, validation_fraction: float) 
     """
     name = tf.strings.regex_replace(path, r"^.*/", "")
     keys = tf.strings.join([name, tf.strings.as_string(positions)], separator=":")
-    return (tf.strings.to_hash_bucket_fast(keys, _PART_BUCKETS)
+    start = round(validation_start * _PART_BUCKETS)
+    return (tf.math.floormod(tf.strings.to_hash_bucket_fast(keys, _PART_BUCKETS) - start,
+                             _PART_BUCKETS)
             < round(validation_fraction * _PART_BUCKETS))
 
 
 def _marked_blocks(path: tf.Tensor, block: int, shard: tf.distribute.InputContext | None,
-                   validation_fraction: float) -> tf.data.Dataset:
+                   validation_fraction: float, validation_start: float) -> tf.data.Dataset:
     """Blocks of `block` records of one file (of this pipeline's share of its records when
     `shard`); with a validation_fraction, (records, held_out) for each block."""
     records = tf.data.TFRecordDataset(path, compression_type="GZIP",
@@ -104,7 +109,7 @@ def _marked_blocks(path: tf.Tensor, block: int, shard: tf.distribute.InputContex
         # A shard holds every stride-th record of the file from `offset`.
         first = index * block * stride + offset
         positions = first + tf.range(tf.size(block_records, out_type=tf.int64)) * stride
-        return block_records, held_out(path, positions, validation_fraction)
+        return block_records, held_out(path, positions, validation_fraction, validation_start)
 
     return blocks.enumerate().map(mark)
 
@@ -141,24 +146,27 @@ def _mix_examples(seed: int, window_index: tf.Tensor, batch_parts: tuple) -> tup
 
 def read_blocks(file_patterns: str | list[str], batch_size: int,
                 input_context: tf.distribute.InputContext | None = None, *,
-                part: str = ALL, validation_fraction: float = 0.0) -> tf.data.Dataset:
+                part: str = ALL, validation_fraction: float = 0.0,
+                validation_start: float = 0.0) -> tf.data.Dataset:
     """The serialized records of this replica's share of the files, in blocks of up to
     max(batch_size, PARSE_BLOCK_RECORDS), files read in parallel: the input function's reading,
     before any parsing (the bench's raw read is this, rebatched). part: FIT or VALIDATION
-    keeps only that part of a training split (`held_out`), ALL every record."""
+    keeps only that part of a training split (`held_out`, the slice of validation_fraction
+    from validation_start), ALL every record."""
     block = max(batch_size, PARSE_BLOCK_RECORDS)
     if part == ALL or not validation_fraction:
-        blocks = _read_marked(file_patterns, block, input_context, 0.0)
+        blocks = _read_marked(file_patterns, block, input_context, 0.0, 0.0)
         return blocks.take(0) if part == VALIDATION else blocks  # no slice holds no rows
     keep_held_out = part == VALIDATION
-    return _read_marked(file_patterns, block, input_context, validation_fraction).map(
+    return _read_marked(file_patterns, block, input_context, validation_fraction,
+                        validation_start).map(
         _plain_graph(lambda records, held: tf.boolean_mask(
             records, held if keep_held_out else tf.logical_not(held))))
 
 
 def _read_marked(file_patterns: str | list[str], block: int,
                  input_context: tf.distribute.InputContext | None,
-                 validation_fraction: float) -> tf.data.Dataset:
+                 validation_fraction: float, validation_start: float) -> tf.data.Dataset:
     """Blocks of up to `block` records, as (records, held_out) with a validation_fraction,
     for `read_blocks` and `count_examples` alike, so the slice they serve and count is one."""
     files = list_files(file_patterns)
@@ -174,7 +182,7 @@ def _read_marked(file_patterns: str | list[str], block: int,
     # the caller's rebatch makes every batch full again across file ends.
     return ds.interleave(
         _plain_graph(lambda f: _marked_blocks(f, block, input_context if shard_records else None,
-                                              validation_fraction)),
+                                              validation_fraction, validation_start)),
         cycle_length=min(len(files), 8),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
@@ -192,6 +200,7 @@ def make_dataset(
     input_context: tf.distribute.InputContext | None = None,
     part: str = ALL,
     validation_fraction: float = 0.0,
+    validation_start: float = 0.0,
 ) -> tf.data.Dataset:
     """Batches of ({model input: [batch_size]}, label [batch_size, 1]) for one replica (and a
     weight [batch_size] per example when the spec drops rows without a label).
@@ -207,7 +216,7 @@ def make_dataset(
     """
     check_static_feature_spec(feature_spec)
     ds = read_blocks(file_patterns, batch_size, input_context, part=part,
-                     validation_fraction=validation_fraction)
+                     validation_fraction=validation_fraction, validation_start=validation_start)
 
     def parse(records: tf.Tensor) -> tuple:
         return _split_label(tf.io.parse_example(records, feature_spec), spec)
@@ -242,11 +251,11 @@ def make_dataset(
 COUNT_BLOCK = 4096
 
 
-def count_examples(file_patterns: str | list[str], validation_fraction: float = 0.0
-                   ) -> dict[str, int]:
+def count_examples(file_patterns: str | list[str], validation_fraction: float = 0.0,
+                   validation_start: float = 0.0) -> dict[str, int]:
     """Examples of each part of the files ({FIT: n, VALIDATION: n}), in one raw pass without
     parsing."""
-    ds = _read_marked(file_patterns, COUNT_BLOCK, None, validation_fraction)
+    ds = _read_marked(file_patterns, COUNT_BLOCK, None, validation_fraction, validation_start)
 
     def add(counts: tf.Tensor, block: tf.Tensor | tuple) -> tf.Tensor:
         records, held = block if validation_fraction else (block, tf.zeros([0], tf.bool))
@@ -281,6 +290,7 @@ def distributed_dataset(
     cache: bool = True,
     part: str = ALL,
     validation_fraction: float = 0.0,
+    validation_start: float = 0.0,
 ) -> tf.distribute.DistributedDataset:
     """Per-replica datasets: global batch = per-replica batch × num_replicas_in_sync."""
     global_batch = per_replica_batch_size * strategy.num_replicas_in_sync
@@ -297,6 +307,7 @@ def distributed_dataset(
             input_context=context,
             part=part,
             validation_fraction=validation_fraction,
+            validation_start=validation_start,
         )
 
     return strategy.distribute_datasets_from_function(dataset_fn)

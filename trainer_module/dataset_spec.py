@@ -29,7 +29,7 @@ DELIMITERS = (",", ";", "\t", "|")
 # there (each checked by the Trainer's config itself).
 BUDGET_KEYS = ("train_steps", "epochs", "per_replica_batch_size")
 TRAINING_CONFIG_KEYS = ("early_stopping_patience", "refit_factor", "lr_floor",
-                        "label_smoothing", "validation_fraction")
+                        "label_smoothing", "validation_fraction", "validation_folds")
 TRAINING_KEYS = (*BUDGET_KEYS, *TRAINING_CONFIG_KEYS, "window_spans")
 # The network a spec may give ([model]): ModelConfig's settings of the same names.
 MODEL_KEYS = ("hidden_units", "embedding_dim", "dropout", "l2", "cross_buckets",
@@ -116,8 +116,8 @@ class DatasetSpec:
     train_steps / epochs / per_replica_batch_size: defaults for this dataset's size (settings
       win): a budget in train steps, or in passes over the training rows.
     early_stopping_patience / refit_factor / lr_floor / label_smoothing /
-      validation_fraction: this dataset's Trainer settings of the same names (settings win);
-      None: the Trainer's default.
+      validation_fraction / validation_folds: this dataset's Trainer settings of the same
+      names (settings win); None: the Trainer's default.
     model: the network for this dataset ([model], MODEL_KEYS → value; settings win): sizes for
       its row count, and whether categories are paired; as (key, value) pairs.
     delimiter / missing_values: how the CSV files are written ([csv]): the field delimiter, and
@@ -155,6 +155,7 @@ class DatasetSpec:
     lr_floor: float | None = None
     label_smoothing: float | None = None
     validation_fraction: float | None = None
+    validation_folds: int | None = None
     model: tuple[tuple[str, Any], ...] = ()
     delimiter: str = ","
     missing_values: tuple[str, ...] = ()

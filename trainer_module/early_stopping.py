@@ -36,6 +36,8 @@ class TrainingRecord:
       the kept epoch's (False: the kept epoch's weights were exported).
     still_learning: the budget ended while the validation loss was still falling (the last
       epoch was the best): a larger budget would likely have trained a better model.
+    fold / folds: which of the run's models this is, of how many (TrainingConfig.
+      validation_folds; each fold's record is in its own folder, `run.fold_dir`).
     """
 
     budget: str
@@ -50,6 +52,8 @@ class TrainingRecord:
     refit_val_loss: float | None = None
     refit_kept: bool = False
     still_learning: bool = False
+    fold: int = 0
+    folds: int = 1
 
     def write(self, model_run_dir: str) -> None:
         import tensorflow as tf

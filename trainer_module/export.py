@@ -29,16 +29,16 @@ from trainer_module.feature_signature import (
     to_parsed,
     write_contract,
 )
-from trainer_module.model import build_model, category_sizes, model_inputs
+from trainer_module.model import build_export, category_sizes, model_inputs
 
 
 def float32_copy(trained: tf_keras.Model, config: TrainerConfig, spec: DatasetSpec,
                  sizes: dict[str, int], label_scale: tuple[float, float]) -> tf_keras.Model:
-    """The same network rebuilt under the float32 policy, with the trained weights."""
+    """The same model rebuilt under the float32 policy, with the trained weights."""
     previous = tf_keras.mixed_precision.global_policy()
     tf_keras.mixed_precision.set_global_policy("float32")
     try:
-        model = build_model(config, spec, sizes, label_scale)
+        model = build_export(config, spec, sizes, label_scale)
     finally:
         tf_keras.mixed_precision.set_global_policy(previous)
     model.set_weights(trained.get_weights())

@@ -26,6 +26,9 @@ PAIRS_LAYER = "category_pairs_embedding"
 NO_SCALE = (0.0, 1.0)
 # An ensemble's layer that averages its members' predictions (ModelConfig.ensemble_size).
 MEMBER_MEAN_LAYER = "member_mean"
+# The layer that averages the answers of the models trained on folds of the rows
+# (TrainingConfig.validation_folds).
+FOLD_MEAN_LAYER = "fold_mean"
 
 
 def model_inputs(transformed: dict[str, tf.Tensor], spec: DatasetSpec) -> dict[str, tf.Tensor]:
@@ -125,6 +128,29 @@ def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
     per_member = spec.task_info.head(spec.num_classes, label_scale, MemberDense)(x)
     output = MemberMean(name=MEMBER_MEAN_LAYER)(per_member)
     return Ensemble(inputs=inputs, outputs=output, name=name)
+
+
+def fold_mean(networks: list[tf_keras.Model]) -> tf_keras.Model:
+    """One model that answers the mean of the networks' answers (each trained holding out
+    another fold of the rows), on the inputs they share. Each network keeps its own layers,
+    under the name fold_<i>, so the same list of networks always lists its weights alike."""
+    first = networks[0].input
+    inputs = {key: tf_keras.Input(type_spec=tensor.type_spec, name=tensor.name)
+              for key, tensor in first.items()}
+    answers = [tf_keras.Model(network.input, network.output, name=f"fold_{i}")(inputs)
+               for i, network in enumerate(networks)]
+    return tf_keras.Model(inputs, tf_keras.layers.Average(name=FOLD_MEAN_LAYER)(answers),
+                          name=networks[0].name)
+
+
+def build_export(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
+                 label_scale: tuple[float, float] = NO_SCALE) -> tf_keras.Model:
+    """The model a run exports, built as `build_model` builds each network: one network, or
+    the `fold_mean` of config.training.validation_folds of them."""
+    folds = config.training.validation_folds
+    if folds == 1:
+        return build_model(config, spec, sizes, label_scale)
+    return fold_mean([build_model(config, spec, sizes, label_scale) for _ in range(folds)])
 
 
 class MemberScales(tf_keras.layers.Layer):

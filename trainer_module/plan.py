@@ -115,6 +115,7 @@ class TrainingPlan:
     by_epochs: bool  # the budget is config.training.epochs passes (else train_steps steps)
     validation_examples: int = 0  # rows of the validation slice; 0: none
     fit_examples: int = 0  # rows the model fits (0: not counted; a train_steps budget)
+    fold: int = 0  # which of the config's validation_folds slices this plan holds out
 
     @property
     def replicas(self) -> int:
@@ -143,6 +144,11 @@ class TrainingPlan:
     @property
     def steps_per_epoch(self) -> int:
         return self.train_steps // self.epochs
+
+    @property
+    def validation_start(self) -> float:
+        """Where this plan's fold's slice starts, as a share of the rows (`data.held_out`)."""
+        return validation_start(self.config, self.fold)
 
     @property
     def validation_per_replica_batch(self) -> int:
@@ -209,7 +215,8 @@ class TrainingPlan:
         return data.distributed_dataset(
             self.strategy, files, feature_spec, batch, spec=self.spec,
             training=training, seed=self.config.training.seed, cache=cache, part=part,
-            validation_fraction=self.config.data.validation_fraction)
+            validation_fraction=self.config.data.validation_fraction,
+            validation_start=self.validation_start)
 
     def cache_decision(self, splits: dict[str, str | list[str]]) -> cache_size.CacheDecision:
         """Which of these splits the data settings keep in memory; logged."""
@@ -310,7 +317,8 @@ class TrainingPlan:
 
 def make_plan(config: TrainerConfig, spec: DatasetSpec, train_steps: int | None, *,
               examples: dict[str, int] | None = None,
-              dist: tf.distribute.Strategy | None = None, as_tpu: bool = False) -> TrainingPlan:
+              dist: tf.distribute.Strategy | None = None, as_tpu: bool = False,
+              fold: int = 0) -> TrainingPlan:
     """Decides the plan for these settings.
 
     Args:
@@ -323,6 +331,7 @@ def make_plan(config: TrainerConfig, spec: DatasetSpec, train_steps: int | None,
       dist: the strategy to use; default: `strategy.get_distribution_strategy(config)`.
       as_tpu: build the step as a TPU runs it (precision, steps per execution, XLA) even when
         `dist` is not a TPUStrategy, for `make tpu-check` on any host.
+      fold: which of config.training.validation_folds slices `examples` counted.
 
     Returns:
       The plan.
@@ -365,7 +374,7 @@ def make_plan(config: TrainerConfig, spec: DatasetSpec, train_steps: int | None,
         # TPUStrategy compiles every step with XLA; elsewhere XLA is a setting.
         jit_compile=runtime.jit_compile or as_tpu, train_steps=train_steps, epochs=epochs,
         by_epochs=by_epochs, validation_examples=examples.get(data.VALIDATION, 0),
-        fit_examples=examples.get(data.FIT, 0))
+        fit_examples=examples.get(data.FIT, 0), fold=fold)
     if tpu:
         _warn_if_not_tpu_sized(plan)
     return plan
@@ -390,13 +399,21 @@ class RunInputs:
         """A blank record of this plan's budget and parts, for `early_stopping.BestEpoch`."""
         return early_stopping.TrainingRecord(
             budget=self.plan.describe_budget(), epochs_budget=self.plan.epochs,
-            fit_rows=self.examples[data.FIT], validation_rows=self.examples[data.VALIDATION])
+            fit_rows=self.examples[data.FIT], validation_rows=self.examples[data.VALIDATION],
+            fold=self.plan.fold, folds=self.plan.config.training.validation_folds)
+
+
+def validation_start(config: TrainerConfig, fold: int) -> float:
+    """Where fold `fold`'s validation slice starts, as a share of the rows: the
+    validation_folds slices start evenly spaced."""
+    return fold / config.training.validation_folds
 
 
 def run_inputs(config: TrainerConfig, spec: DatasetSpec, fn_args: FnArgs,
-               min_validation_rows: int = MIN_VALIDATION_ROWS) -> RunInputs:
-    """The plan and the data for a Trainer or Tuner run: one raw pass counts the training
-    split's parts, the plan follows from them, the datasets from the plan.
+               min_validation_rows: int = MIN_VALIDATION_ROWS, fold: int = 0) -> RunInputs:
+    """The plan and the data for a Trainer or Tuner run, holding out fold `fold`'s slice (of
+    config.training.validation_folds): one raw pass counts the training split's parts, the
+    plan follows from them, the datasets from the plan.
 
     A validation slice of fewer than `min_validation_rows` rows is not held out: every
     training row fits, and the budget's last epoch is kept.
@@ -405,11 +422,12 @@ def run_inputs(config: TrainerConfig, spec: DatasetSpec, fn_args: FnArgs,
       PlanError: as `make_plan`.
       strategy.TPUUnavailableError: strategy='tpu' and no TPU is reachable.
     """
-    examples = data.count_examples(fn_args.train_files, config.data.validation_fraction)
+    start = validation_start(config, fold)
+    examples = data.count_examples(fn_args.train_files, config.data.validation_fraction, start)
     if 0 < examples[data.VALIDATION] < min_validation_rows:
         config, examples = _grown_slice(config, examples, fn_args.train_files,
-                                        min_validation_rows)
-    plan = make_plan(config, spec, fn_args.train_steps, examples=examples)
+                                        min_validation_rows, start)
+    plan = make_plan(config, spec, fn_args.train_steps, examples=examples, fold=fold)
     # transform_graph_path: what TFX sets for the Trainer and the Tuner alike.
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_graph_path)
     cache = plan.cache_decision({keys.TRAIN_SPLIT: fn_args.train_files}).cached[keys.TRAIN_SPLIT]
@@ -421,7 +439,7 @@ def run_inputs(config: TrainerConfig, spec: DatasetSpec, fn_args: FnArgs,
 
 
 def _grown_slice(config: TrainerConfig, examples: dict[str, int], files: list[str],
-                 min_rows: int) -> tuple[TrainerConfig, dict[str, int]]:
+                 min_rows: int, start: float) -> tuple[TrainerConfig, dict[str, int]]:
     """(config, parts) with a slice of at least `min_rows` rows, grown up to
     MAX_VALIDATION_FRACTION of the training rows so that early stopping (and a refit) still
     choose the epochs on small data; with too few rows for that, no slice at all."""
@@ -429,7 +447,7 @@ def _grown_slice(config: TrainerConfig, examples: dict[str, int], files: list[st
     asked = config.data.validation_fraction
     fraction = min(MAX_VALIDATION_FRACTION, math.ceil(100 * min_rows / total) / 100)
     while fraction <= MAX_VALIDATION_FRACTION:
-        grown = data.count_examples(files, fraction)
+        grown = data.count_examples(files, fraction, start)
         if grown[data.VALIDATION] >= min_rows:
             logging.warning(
                 "validation_fraction=%g would hold out %d rows, fewer than the %d an epoch's "

@@ -11,6 +11,7 @@ from trainer_module import (
     early_stopping,
     export,
     host_threads,
+    model,
     parity,
     tuning,
     warm_start,
@@ -18,7 +19,7 @@ from trainer_module import (
 from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.executor import RAW_EVAL_FILES_KEY
-from trainer_module.plan import run_inputs
+from trainer_module.plan import RunInputs, run_inputs
 
 
 def check_tpu_paths(fn_args: FnArgs) -> None:
@@ -98,6 +99,64 @@ def _refit_holds(refitted: tf_keras.Model, record: early_stopping.TrainingRecord
     return record.refit_kept
 
 
+def _fit(inputs: RunInputs, spec: DatasetSpec, fn_args: FnArgs, fold: int,
+         folds: int) -> tf_keras.Model:
+    """One network trained on the plan's fit rows, early-stopped (and refitted) on its fold's
+    validation slice; its record and logs go to the model run dir (fold 0) or a fold_<i>
+    folder in it."""
+    plan, tf_transform_output, label_scale = (inputs.plan, inputs.tf_transform_output,
+                                              inputs.label_scale)
+    config = plan.config
+    run_dir = fold_dir(fn_args.model_run_dir, fold)
+    if plan.tpu:
+        check_tpu_paths(fn_args)
+    if config.training.warm_start and not fn_args.base_model:
+        logging.warning("warm_start=true, but there is no blessed model yet (the pipeline's "
+                        "first blessing is still to come): this model trains from scratch")
+
+    logging.info("Training %s%s", f"fold {fold + 1} of {folds}: " if folds > 1 else "",
+                 plan.describe())
+    if inputs.validation is None:
+        logging.warning(
+            "No validation slice (validation_fraction=%g leaves %d rows for %d replicas): "
+            "every epoch of the budget trains and the last weights are kept",
+            config.data.validation_fraction, plan.validation_examples, plan.replicas)
+    record = inputs.new_record()
+    best = early_stopping.BestEpoch(record, config.training.early_stopping_patience)
+
+    keras_model = plan.compiled_model(tf_transform_output, label_scale)
+    if config.training.warm_start and fn_args.base_model:
+        warm_start.restore(keras_model, fn_args.base_model,
+                           warm_start.vocabularies(spec, tf_transform_output))
+    validation_steps = (min(fn_args.eval_steps or plan.validation_steps, plan.validation_steps)
+                         if inputs.validation is not None else None)
+    keras_model.fit(
+        inputs.train,
+        epochs=plan.epochs,
+        steps_per_epoch=plan.steps_per_epoch,
+        validation_data=inputs.validation,
+        validation_steps=validation_steps,
+        callbacks=_callbacks(run_dir, plan.epochs, best,
+                             profile_batch=plan.profile_executions() if not fold else 0),
+        verbose=0,
+    )
+    if config.training.refit_factor and record.best_epoch:
+        refitted, record.refit_epochs = plan.refit(
+            inputs, record.best_epoch, fn_args.train_files,
+            lambda epochs: _callbacks(os.path.join(run_dir, REFIT_DIR), epochs),
+            fn_args.base_model)
+        if _refit_holds(refitted, record, inputs.validation, validation_steps):
+            keras_model = refitted
+    record.write(run_dir)
+    return keras_model
+
+
+def fold_dir(model_run_dir: str, fold: int) -> str:
+    """Where fold `fold`'s record, TensorBoard logs and preemption backup go: the model run
+    dir itself for the first (what the run report reads), fold_<i> in it for the others."""
+    return os.path.join(model_run_dir, f"fold_{fold}") if fold else model_run_dir
+
+
 def run_fn(fn_args: FnArgs) -> None:
     """TFX Trainer entry point (GenericExecutor).
 
@@ -117,53 +176,26 @@ def run_fn(fn_args: FnArgs) -> None:
     host_threads.apply(given)
     spec = DatasetSpec.from_custom_config(fn_args.custom_config)
     raw_eval_files = _raw_eval_files(fn_args)
-    inputs = run_inputs(given, spec, fn_args)
-    # From here on the plan's settings are the run's (the plan may drop a validation slice
-    # too small to score).
-    plan, tf_transform_output, label_scale = (inputs.plan, inputs.tf_transform_output,
-                                              inputs.label_scale)
-    config = plan.config
-    if plan.tpu:
-        check_tpu_paths(fn_args)
-    if config.training.warm_start and not fn_args.base_model:
-        logging.warning("warm_start=true, but there is no blessed model yet (the pipeline's "
-                        "first blessing is still to come): this model trains from scratch")
-
-    logging.info("Training %s", plan.describe())
-    if inputs.validation is None:
-        logging.warning(
-            "No validation slice (validation_fraction=%g leaves %d rows for %d replicas): "
-            "every epoch of the budget trains and the last weights are kept",
-            config.data.validation_fraction, plan.validation_examples, plan.replicas)
-    record = inputs.new_record()
-    best = early_stopping.BestEpoch(record, config.training.early_stopping_patience)
-
-    keras_model = plan.compiled_model(tf_transform_output, label_scale)
-    if config.training.warm_start and fn_args.base_model:
-        warm_start.restore(keras_model, fn_args.base_model,
-                           warm_start.vocabularies(spec, tf_transform_output))
+    folds = given.training.validation_folds
     started = time.monotonic()
-    validation_steps = (min(fn_args.eval_steps or plan.validation_steps, plan.validation_steps)
-                         if inputs.validation is not None else None)
-    keras_model.fit(
-        inputs.train,
-        epochs=plan.epochs,
-        steps_per_epoch=plan.steps_per_epoch,
-        validation_data=inputs.validation,
-        validation_steps=validation_steps,
-        callbacks=_callbacks(fn_args.model_run_dir, plan.epochs, best,
-                             profile_batch=plan.profile_executions()),
-        verbose=0,
-    )
-    if config.training.refit_factor and record.best_epoch:
-        refitted, record.refit_epochs = plan.refit(
-            inputs, record.best_epoch, fn_args.train_files,
-            lambda epochs: _callbacks(os.path.join(fn_args.model_run_dir, REFIT_DIR), epochs),
-            fn_args.base_model)
-        if _refit_holds(refitted, record, inputs.validation, validation_steps):
-            keras_model = refitted
+    networks = []
+    for fold in range(folds):
+        seeded = given.replace(seed=given.training.seed + fold) if fold else given
+        inputs = run_inputs(seeded, spec, fn_args, fold=fold)
+        if inputs.validation is None and folds > 1:
+            logging.warning(
+                "validation_folds=%d needs a validation slice, and this run has none: one "
+                "model trains on every row instead of %d on folds", folds, folds)
+        networks.append(_fit(inputs, spec, fn_args, fold, folds))
+        if inputs.validation is None:
+            break
     trained = time.monotonic()
-    record.write(fn_args.model_run_dir)
+    # From here on the last plan's settings are the run's (a plan may drop a validation slice
+    # too small to score): Transform's output and the label's scale are every fold's.
+    config = inputs.plan.config.replace(validation_folds=len(networks),
+                                        seed=given.training.seed)
+    tf_transform_output, label_scale = inputs.tf_transform_output, inputs.label_scale
+    keras_model = networks[0] if len(networks) == 1 else model.fold_mean(networks)
     level = logging.get_absl_logger().level
     export.export_serving_model(keras_model, config, spec, tf_transform_output,
                                 fn_args.serving_model_dir, label_scale)

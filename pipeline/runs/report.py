@@ -547,9 +547,14 @@ def _budget(record) -> str:
     learning = (" The budget ended while the validation loss was still falling: the model was "
                 "still learning, and a larger budget would likely train a better one."
                 if record.still_learning else "")
+    folds = (f" This is the first of {record.folds} models, each trained holding out a slice "
+             "of its own (validation_folds); the exported model answers the mean of theirs, "
+             "and each fold's record and curves are in its fold_<i> folder of the model run."
+             if record.folds > 1 else "")
     return (f'<p id="budget">Budget: {_e(record.budget)}; trained {record.epochs_run} of '
             f"{record.epochs_budget} epochs ({stop}), {kept}; {record.fit_rows:,} training "
-            f"rows, {record.validation_rows:,} in the validation slice.{refit}{learning}</p>")
+            f"rows, {record.validation_rows:,} in the validation slice.{refit}{learning}"
+            f"{folds}</p>")
 
 
 def _no_output(summary: run_summary.RunSummary, node_id: str, what: str) -> str:
