@@ -187,9 +187,9 @@ class TrainingConfig:
       validation_fraction of the rows (the slices start 1/k of the rows apart, so a fraction
       of 1/k makes k disjoint folds: every row trains k - 1 models and scores one), each with
       its own early stopping (and refit) and seed + its fold's index; the export answers the
-      mean of their answers. It costs k times the training, and pays on small data, where one
-      slice leaves rows unlearned and which rows it holds moves the model. Without a
-      validation slice one model trains. 1: one model.
+      mean of their answers. It costs k times the training; it is meant for small data, where
+      which rows one slice holds moves the model (docs/trainer-and-tpu.md, "Models on folds
+      of the rows", has the runs). Without a validation slice one model trains. 1: one model.
     label_smoothing: classification only: the loss sees each label moved this share toward
       the uniform answer (1 - s on the true class plus s / classes on every class), so the
       model is not pushed toward certainty on rows it has already learned (RealMLP,
