@@ -330,14 +330,19 @@ def test_an_ensemble_trains_on_its_members_losses_and_answers_their_mean(task_da
     assert history.history["loss"][0] == pytest.approx(members_loss, rel=1e-4)
     assert members_loss > mean_loss
     # The export answers as the trained ensemble does.
+    _assert_export_answers_as(task_data, model, config, scale, tmp_path)
+
+
+def _assert_export_answers_as(data, model, config, scale, tmp_path) -> None:
+    """The export of `model`, rebuilt from `config`, answers 5 raw eval rows as `model` does."""
+    spec = data.spec
     export_dir = str(tmp_path / "serving")
-    export.export_serving_model(model, config, spec, _tft(task_data), export_dir, scale)
-    rows = list(task_data.eval_csv_rows[:5])
-    serving = task_data.rows.serialized(rows, serving=True)
+    export.export_serving_model(model, config, spec, _tft(data), export_dir, scale)
+    serving = data.rows.serialized(list(data.eval_csv_rows[:5]), serving=True)
     out = tf.saved_model.load(export_dir).signatures[keys.SERVING_SIGNATURE](
         examples=tf.constant(serving))
-    parsed = tf.io.parse_example(serving, export.serving_raw_feature_spec(_tft(task_data), spec))
-    expected = model(model_inputs(_tft(task_data).transform_features_layer()(parsed), spec))
+    parsed = tf.io.parse_example(serving, export.serving_raw_feature_spec(_tft(data), spec))
+    expected = model(model_inputs(_tft(data).transform_features_layer()(parsed), spec))
     np.testing.assert_allclose(out[spec.task_info.prediction_key].numpy(), expected.numpy(),
                                rtol=1e-5, atol=1e-6)
 
@@ -361,16 +366,7 @@ def test_fold_networks_answer_their_mean_and_export_it(task_data, tmp_path):
     assert np.ptp(answers, axis=0).max() > 1e-3  # the networks answer differently
     np.testing.assert_allclose(folded(inputs).numpy(), answers.mean(axis=0), rtol=1e-5,
                                atol=1e-6)
-    export_dir = str(tmp_path / "serving")
-    export.export_serving_model(folded, config, spec, _tft(task_data), export_dir, scale)
-    rows = list(task_data.eval_csv_rows[:5])
-    serving = task_data.rows.serialized(rows, serving=True)
-    out = tf.saved_model.load(export_dir).signatures[keys.SERVING_SIGNATURE](
-        examples=tf.constant(serving))
-    parsed = tf.io.parse_example(serving, export.serving_raw_feature_spec(_tft(task_data), spec))
-    expected = folded(model_inputs(_tft(task_data).transform_features_layer()(parsed), spec))
-    np.testing.assert_allclose(out[spec.task_info.prediction_key].numpy(), expected.numpy(),
-                               rtol=1e-5, atol=1e-6)
+    _assert_export_answers_as(task_data, folded, config, scale, tmp_path)
 
 
 def test_packed_members_train_hidden_layers_of_their_own(transformed_data, tmp_path):
