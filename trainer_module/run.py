@@ -99,14 +99,14 @@ def _refit_holds(refitted: tf_keras.Model, record: early_stopping.TrainingRecord
     return record.refit_kept
 
 
-def _fit(inputs: RunInputs, spec: DatasetSpec, fn_args: FnArgs, fold: int,
-         folds: int) -> tf_keras.Model:
+def _fit(inputs: RunInputs, spec: DatasetSpec, fn_args: FnArgs) -> tf_keras.Model:
     """One network trained on the plan's fit rows, early-stopped (and refitted) on its fold's
     validation slice; its record and logs go to the model run dir (fold 0) or a fold_<i>
     folder in it."""
     plan, tf_transform_output, label_scale = (inputs.plan, inputs.tf_transform_output,
                                               inputs.label_scale)
     config = plan.config
+    fold, folds = plan.fold, config.training.validation_folds
     run_dir = fold_dir(fn_args.model_run_dir, fold)
     if plan.tpu:
         check_tpu_paths(fn_args)
@@ -186,7 +186,7 @@ def run_fn(fn_args: FnArgs) -> None:
             logging.warning(
                 "validation_folds=%d needs a validation slice, and this run has none: one "
                 "model trains on every row instead of %d on folds", folds, folds)
-        networks.append(_fit(inputs, spec, fn_args, fold, folds))
+        networks.append(_fit(inputs, spec, fn_args))
         if inputs.validation is None:
             break
     trained = time.monotonic()
