@@ -202,6 +202,41 @@ def test_rows_without_a_label_weigh_nothing_when_the_spec_drops_them(tmp_path):
     assert columns[spec.label_key][0] == spec.classes.index(rows[0]["species"])
 
 
+def test_an_integer_with_bins_is_also_a_number(tmp_path):
+    """`bins` on an integer adds its value as a number (z-score, bins) beside its id, so the
+    model sees a count's order; the id is the same as without them."""
+    from google.protobuf import text_format
+
+    from dataset_rows import DatasetRows
+    from pipeline import datasets
+
+    folder = tmp_path / "penguins-years"
+    folder.mkdir()
+    (folder / datasets.SCHEMA_FILE).write_text(text_format.MessageToString(PENGUINS.schema))
+    spec_text = open(PENGUINS.spec_path, encoding="utf-8").read()
+    (folder / datasets.SPEC_FILE).write_text(spec_text.replace(
+        'year = { role = "integer", range = [2007, 2009]',
+        'year = { role = "integer", range = [2007, 2009], bins = 2', 1))
+    dataset = DatasetRows(str(folder), PENGUINS.csv_path)
+    [year] = [f for f in dataset.spec.features if f.column == "year"]
+    names = [o.name for o in year.outputs()]
+    assert [o.kind for o in year.outputs()] == [CATEGORY] + [FLOAT] * 4
+    assert names == [transformed_name(n) for n in (
+        "year", "year_number", "year_number_missing", "year_number_bin00", "year_number_bin01")]
+    rows = PENGUINS.read_rows()[::10]
+    columns = unpacked(transform(rows, analyze(rows, str(tmp_path / "tft"), dataset), dataset),
+                       dataset)
+    years = np.array([int(r["year"]) for r in rows])
+    assert columns[names[0]].tolist() == (years - 2007).tolist()
+    number = columns[names[1]]
+    # float32 statistics of values near 2008: equal to about 1e-5.
+    np.testing.assert_allclose(number, (years - years.mean()) / years.std(), atol=1e-4)
+    assert (columns[names[2]] == 0).all()
+    # Two bins over [2007, 2009] cut at the median year: 2007 has passed neither, 2009 both.
+    passed = columns[names[3]] + columns[names[4]]
+    assert passed[years == 2007].max() == 0 and (passed[years == 2009] == 2).all()
+
+
 @pytest.mark.parametrize("kind, params, dtype", [
     ("zscore", {"bins": 16}, "float32"), ("log_zscore", {"bins": 0}, "float32"),
     ("datetime", {"format": ""}, "string")])

@@ -227,7 +227,20 @@ def _integer(x: Any, column: str, params: dict) -> dict[str, Any]:
     ids = tf.cast(values, tf.int64) - low
     size = high - low + 1
     in_range = present & (ids >= 0) & (ids < size)
-    return {transformed_name(column): tf.where(in_range, ids, tf.constant(size, tf.int64))}
+    outputs = {transformed_name(column): tf.where(in_range, ids, tf.constant(size, tf.int64))}
+    if params["bins"]:
+        outputs.update(_numeric(log=False)(x, _number_column(column), params))
+    return outputs
+
+
+def _integer_outputs(column: str, params: dict) -> tuple[Output, ...]:
+    number = _numeric_outputs(_number_column(column), params) if params["bins"] else ()
+    return (Output(transformed_name(column), CATEGORY), *number)
+
+
+def _number_column(column: str) -> str:
+    """The name an integer's value as a number goes by, beside its id's."""
+    return column + "_number"
 
 
 def _hashed(x: Any, column: str, params: dict) -> dict[str, Any]:
@@ -387,8 +400,10 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("quantile", NUMERIC_TYPES, {"buckets": _whole(2)},
          _one(_bucket_name), _quantile, lambda column, p, _: p["buckets"] + 1),
     # The value itself as a category id (value - low); missing or outside range → one id.
-    Kind("integer", (INT,), {"range": _RANGE},
-         _one(transformed_name), _integer, lambda column, p, _: p["range"][1] - p["range"][0] + 2),
+    # With `bins`, also the value as a number (as zscore with those bins): a count's order,
+    # which its ids do not carry.
+    Kind("integer", (INT,), {"range": _RANGE, "bins": _whole_default(0, 0)},
+         _integer_outputs, _integer, lambda column, p, _: p["range"][1] - p["range"][0] + 2),
     # Vocabulary of the training split (top_k most frequent) plus OOV buckets for values first
     # seen at serving time; missing → the empty string.
     Kind("vocabulary", (BYTES, INT), {"top_k": _whole_default(1000, 1),
