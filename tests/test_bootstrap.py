@@ -65,7 +65,8 @@ def test_roles_follow_the_data_with_their_reasons(churn, tmp_path):
     assert features["city"]["role"] == "hashed" and features["city"]["buckets"] >= 256
     assert features["plan"]["role"] == "vocabulary"
     assert features["signup_hour"] == {"role": "integer", "range": [0, 23],
-                                       "why": "24 distinct integers in [0, 23]"}
+                                       "bins": bootstrap.INTEGER_NUMBER_BINS,
+                                       "why": "24 distinct integers in [0, 23], also as a number"}
     assert features["monthly_spend"]["role"] == "log_zscore"
     assert features["tenure_months"]["role"] == "zscore"
     assert spec["label"] == {"column": "churned", "task": "binary", "classes": ["no", "yes"],

@@ -38,7 +38,7 @@ from trainer_module.config import (
     ModelConfig,
     TrainingConfig,
 )
-from trainer_module.features import NUMERIC_TYPES
+from trainer_module.features import NUMERIC_BINS, NUMERIC_TYPES
 from trainer_module.missing import NO_EXTRA, folded, is_missing
 from trainer_module.numbers import NumberFormat
 
@@ -72,6 +72,9 @@ HASH_BUCKETS_MAX = 4096
 # weekdays, months, years); more are counts or measurements.
 INTEGER_CATEGORY_MAX = 32
 INTEGER_RANGE_MAX = 1000
+# An integer category with more values than two is also given to the model as a number, with
+# these quantile bins: a count's order, which its ids do not carry (docs/dataset-spec.md).
+INTEGER_NUMBER_BINS = NUMERIC_BINS
 # Non-negative numbers this skewed have a long right tail: log them first.
 LONG_TAIL_SKEW = 2.0
 MAX_CLASSES = 1000
@@ -301,8 +304,11 @@ def role_for(column: Column, type_name: str) -> tuple[dict, str]:
             return {"role": "ignore"}, (f"row numbers: one increasing integer per row, "
                                         f"{int(low)} to {int(high)} (an export's index)")
         if distinct <= INTEGER_CATEGORY_MAX and high - low <= INTEGER_RANGE_MAX:
-            return ({"role": "integer", "range": [int(low), int(high)]},
-                    f"{distinct} distinct integers in [{int(low)}, {int(high)}]")
+            why = f"{distinct} distinct integers in [{int(low)}, {int(high)}]"
+            if distinct <= 2:
+                return {"role": "integer", "range": [int(low), int(high)]}, why
+            return ({"role": "integer", "range": [int(low), int(high)],
+                     "bins": INTEGER_NUMBER_BINS}, f"{why}, also as a number")
         if key.startswith("codes") and distinct > INTEGER_CATEGORY_MAX:
             buckets = min(HASH_BUCKETS_MAX, 2 ** math.ceil(math.log2(distinct)))
             return ({"role": "hashed", "buckets": buckets},
