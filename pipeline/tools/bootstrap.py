@@ -304,11 +304,11 @@ def role_for(column: Column, type_name: str) -> tuple[dict, str]:
             return {"role": "ignore"}, (f"row numbers: one increasing integer per row, "
                                         f"{int(low)} to {int(high)} (an export's index)")
         if distinct <= INTEGER_CATEGORY_MAX and high - low <= INTEGER_RANGE_MAX:
+            entry = {"role": "integer", "range": [int(low), int(high)]}
             why = f"{distinct} distinct integers in [{int(low)}, {int(high)}]"
             if distinct <= 2:
-                return {"role": "integer", "range": [int(low), int(high)]}, why
-            return ({"role": "integer", "range": [int(low), int(high)],
-                     "bins": INTEGER_NUMBER_BINS}, f"{why}, also as a number")
+                return entry, why
+            return {**entry, "bins": INTEGER_NUMBER_BINS}, f"{why}, also as a number"
         if key.startswith("codes") and distinct > INTEGER_CATEGORY_MAX:
             buckets = min(HASH_BUCKETS_MAX, 2 ** math.ceil(math.log2(distinct)))
             return ({"role": "hashed", "buckets": buckets},
