@@ -113,29 +113,35 @@ def to_dense(x: Any, default: Any) -> tuple[Any, Any]:
 def _numeric(log: bool) -> Callable[[Any, str, dict], dict[str, Any]]:
     def transform(x: Any, column: str, params: dict) -> dict[str, Any]:
         import tensorflow as tf
-        import tensorflow_transform as tft
 
         values, present = to_dense(x, 0)
         values = tf.cast(values, tf.float32)
         if log:
             values = tf.math.log1p(tf.maximum(values, 0.0))
-        # Gaps take the mean, so they z-score to 0; the indicator lets the model tell an
-        # imputed value from a real one.
-        outputs = {transformed_name(column): _z_score(values, present),
-                   _missing_name(column): 1.0 - tf.cast(present, tf.float32)}
-        bins = params["bins"]
-        if bins:
-            observed = tf.boolean_mask(values, present)
-            encoded = piecewise_linear(values, tft.quantiles(observed, bins, epsilon=0.01)[0],
-                                       *_value_range(observed))
-            # One masking op and one unstack for all bins: an op per bin would put hundreds more
-            # ops in the graph, which Transform traces, saves, loads and runs.
-            encoded = tf.where(present[:, tf.newaxis], encoded, tf.zeros_like(encoded))
-            outputs.update(zip(_bin_names(column, bins), tf.unstack(encoded, bins, axis=1),
-                               strict=True))
-        return outputs
+        return _number(values, present, column, params["bins"])
 
     return transform
+
+
+def _number(values: Any, present: Any, column: str, bins: int) -> dict[str, Any]:
+    """A number's outputs from its dense float values and where they are present."""
+    import tensorflow as tf
+    import tensorflow_transform as tft
+
+    # Gaps take the mean, so they z-score to 0; the indicator lets the model tell an imputed
+    # value from a real one.
+    outputs = {transformed_name(column): _z_score(values, present),
+               _missing_name(column): 1.0 - tf.cast(present, tf.float32)}
+    if bins:
+        observed = tf.boolean_mask(values, present)
+        encoded = piecewise_linear(values, tft.quantiles(observed, bins, epsilon=0.01)[0],
+                                   *_value_range(observed))
+        # One masking op and one unstack for all bins: an op per bin would put hundreds more
+        # ops in the graph, which Transform traces, saves, loads and runs.
+        encoded = tf.where(present[:, tf.newaxis], encoded, tf.zeros_like(encoded))
+        outputs.update(zip(_bin_names(column, bins), tf.unstack(encoded, bins, axis=1),
+                           strict=True))
+    return outputs
 
 
 # Every analyzer call adds its own chain of Beam transforms and graph bindings to Transform,
@@ -229,7 +235,9 @@ def _integer(x: Any, column: str, params: dict) -> dict[str, Any]:
     in_range = present & (ids >= 0) & (ids < size)
     outputs = {transformed_name(column): tf.where(in_range, ids, tf.constant(size, tf.int64))}
     if params["bins"]:
-        outputs.update(_numeric(log=False)(x, _number_column(column), params))
+        # The column read once: the number comes from the same dense values as the id.
+        outputs.update(_number(tf.cast(values, tf.float32), present, _number_column(column),
+                               params["bins"]))
     return outputs
 
 
