@@ -388,6 +388,13 @@ def test_packed_members_train_hidden_layers_of_their_own(transformed_data, tmp_p
     assert not np.allclose(kernel[0], kernel[1])
     np.testing.assert_allclose(float(first.losses[0]),
                                0.001 / 4 * float(np.sum(kernel ** 2)), rtol=1e-5)
+    # Its config rebuilds the layer with the same start and penalty.
+    rebuilt = type(first).from_config(first.get_config())
+    rebuilt.build(first.input_shape)
+    assert rebuilt.get_config() == first.get_config()
+    assert abs(rebuilt.kernel.numpy().std() - limit / np.sqrt(3)) < 0.1 * limit / np.sqrt(3)
+    rebuilt.kernel.assign(kernel)
+    np.testing.assert_allclose(float(rebuilt.losses[0]), float(first.losses[0]), rtol=1e-6)
     batch = next(iter(tf.data.TFRecordDataset(transformed_data.train_files, "GZIP").batch(64)))
     transformed = tf.io.parse_example(batch, _tft(transformed_data).transformed_feature_spec())
     inputs = model_inputs(transformed, transformed_data.spec)

@@ -29,6 +29,9 @@ MEMBER_MEAN_LAYER = "member_mean"
 # The layer that averages the answers of the models trained on folds of the rows
 # (TrainingConfig.validation_folds).
 FOLD_MEAN_LAYER = "fold_mean"
+# The package Keras files this module's serializable objects under, so that a layer's config
+# names them and rebuilds them (`get_config`, `from_config`).
+KERAS_PACKAGE = "trainer_module"
 
 
 def model_inputs(transformed: dict[str, tf.Tensor], spec: DatasetSpec) -> dict[str, tf.Tensor]:
@@ -113,7 +116,7 @@ def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
         x = MemberScales(members, name="member_scales")(x)
     for i, width in enumerate(settings.hidden_units):
         if packed:
-            x = MemberDense(width, "relu", initializer=member_glorot_uniform,
+            x = MemberDense(width, "relu", initializer=MemberGlorotUniform(),
                             regularizer=tf_keras.regularizers.L2(settings.l2 / members)
                             if settings.l2 else None, name=f"hidden_{i}")(x)
         else:
@@ -191,13 +194,16 @@ class MemberCopies(tf_keras.layers.Layer):
         return {**super().get_config(), "members": self.members}
 
 
-def member_glorot_uniform(shape: tuple[int, int, int], dtype: tf.DType | None = None
-                          ) -> tf.Tensor:
+@tf_keras.utils.register_keras_serializable(package=KERAS_PACKAGE)
+class MemberGlorotUniform(tf_keras.initializers.Initializer):
     """Glorot's uniform start for a [k, width, units] kernel, as each member's own
     [width, units] layer would have it (Keras' glorot_uniform would count the k members into
     the fans and start every member √k times smaller)."""
-    limit = (6.0 / (shape[-2] + shape[-1])) ** 0.5
-    return tf_keras.initializers.RandomUniform(-limit, limit)(shape, dtype)
+
+    def __call__(self, shape: tuple[int, int, int], dtype: tf.DType | None = None,
+                 **kwargs) -> tf.Tensor:
+        limit = (6.0 / (shape[-2] + shape[-1])) ** 0.5
+        return tf_keras.initializers.RandomUniform(-limit, limit)(shape, dtype)
 
 
 class MemberDense(tf_keras.layers.Layer):
@@ -209,7 +215,8 @@ class MemberDense(tf_keras.layers.Layer):
                  **kwargs) -> None:
         super().__init__(**kwargs)
         self.units, self.activation = units, tf_keras.activations.get(activation)
-        self.initializer, self.regularizer = initializer, regularizer
+        self.initializer = tf_keras.initializers.get(initializer)
+        self.regularizer = tf_keras.regularizers.get(regularizer)
 
     def build(self, input_shape: tf.TensorShape) -> None:
         members, width = input_shape[-2], input_shape[-1]
@@ -226,7 +233,10 @@ class MemberDense(tf_keras.layers.Layer):
 
     def get_config(self) -> dict:
         return {**super().get_config(), "units": self.units,
-                "activation": tf_keras.activations.serialize(self.activation)}
+                "activation": tf_keras.activations.serialize(self.activation),
+                "initializer": tf_keras.initializers.serialize(self.initializer),
+                "regularizer": tf_keras.regularizers.serialize(self.regularizer)
+                if self.regularizer else None}
 
 
 class MemberMean(tf_keras.layers.Layer):
