@@ -94,6 +94,23 @@ def test_every_pair_of_category_ids_has_its_own_embedding_rows():
     assert int(wide([ids, ids]).numpy()[0, 0]) == ((big - 1) * big + big - 1) % big
 
 
+def test_embedding_layers_rebuild_from_their_config_with_their_penalty():
+    """Keras' from_config takes a layer's config back to the same layer: the penalty the
+    model gave its embedding tables is part of it."""
+    from trainer_module.model import PairEmbedding, TokenMean
+
+    penalty = tf_keras.regularizers.L2(0.01)
+    for layer, ids in ((TokenMean(5, 2, penalty), [tf.constant([1, 0]), tf.constant([2, 3])]),
+                       (PairEmbedding([2, 3], 10, 2, penalty), [tf.constant([1]),
+                                                                tf.constant([2])])):
+        layer(ids)
+        rebuilt = type(layer).from_config(layer.get_config())
+        rebuilt(ids)
+        assert rebuilt.get_config() == layer.get_config()
+        rebuilt.embeddings.assign(layer.embeddings)
+        np.testing.assert_allclose(float(rebuilt.losses[0]), float(layer.losses[0]), rtol=1e-6)
+
+
 def test_pair_embeddings_follow_cross_buckets(task_data):
     singles = [o for o in task_data.spec.model_outputs() if o.kind == CATEGORY and not o.group]
     config = TrainerConfig.create(cross_dim=3)

@@ -235,8 +235,7 @@ class MemberDense(tf_keras.layers.Layer):
         return {**super().get_config(), "units": self.units,
                 "activation": tf_keras.activations.serialize(self.activation),
                 "initializer": tf_keras.initializers.serialize(self.initializer),
-                "regularizer": tf_keras.regularizers.serialize(self.regularizer)
-                if self.regularizer else None}
+                "regularizer": serialized_regularizer(self.regularizer)}
 
 
 class MemberMean(tf_keras.layers.Layer):
@@ -284,7 +283,8 @@ class TokenMean(tf_keras.layers.Layer):
     def __init__(self, rows: int, dim: int, regularizer: tf_keras.regularizers.Regularizer | None,
                  **kwargs) -> None:
         super().__init__(**kwargs)
-        self.rows, self.dim, self.regularizer = rows, dim, regularizer
+        self.rows, self.dim = rows, dim
+        self.regularizer = tf_keras.regularizers.get(regularizer)
 
     def build(self, input_shape: list) -> None:
         self.embeddings = self.add_weight(
@@ -301,7 +301,8 @@ class TokenMean(tf_keras.layers.Layer):
         return total / tf.maximum(tf.reduce_sum(mask, axis=1), tf.cast(1.0, self.compute_dtype))
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "rows": self.rows, "dim": self.dim}
+        return {**super().get_config(), "rows": self.rows, "dim": self.dim,
+                "regularizer": serialized_regularizer(self.regularizer)}
 
 
 class PairEmbedding(tf_keras.layers.Layer):
@@ -320,7 +321,8 @@ class PairEmbedding(tf_keras.layers.Layer):
                  regularizer: tf_keras.regularizers.Regularizer | None,
                  max_pairs: int | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.sizes, self.buckets, self.dim, self.regularizer = sizes, buckets, dim, regularizer
+        self.sizes, self.buckets, self.dim = sizes, buckets, dim
+        self.regularizer = tf_keras.regularizers.get(regularizer)
         self.max_pairs = max_pairs
         self.firsts, self.seconds = (list(ids) for ids in zip(
             *chosen_pairs(sizes, max_pairs), strict=True))
@@ -353,7 +355,13 @@ class PairEmbedding(tf_keras.layers.Layer):
 
     def get_config(self) -> dict:
         return {**super().get_config(), "sizes": self.sizes, "buckets": self.buckets,
-                "dim": self.dim, "max_pairs": self.max_pairs}
+                "dim": self.dim, "max_pairs": self.max_pairs,
+                "regularizer": serialized_regularizer(self.regularizer)}
+
+
+def serialized_regularizer(regularizer: tf_keras.regularizers.Regularizer | None) -> Any:
+    """A layer's penalty as its config holds it (None for none)."""
+    return tf_keras.regularizers.serialize(regularizer) if regularizer else None
 
 
 def chosen_pairs(sizes: list[int], max_pairs: int | None) -> list[tuple[int, int]]:
