@@ -135,3 +135,39 @@ def test_the_readme_is_a_front_page_that_links_every_doc():
     assert {os.path.basename(d) for d in DOCS} >= {
         "dataset-spec.md", "trainer-and-tpu.md", "predictions.md", "cloud.md",
         "troubleshooting.md", "benchmarks.md", "architecture.md"}
+
+
+def _anchors(path: str) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as
+    hyphens, a repeated heading numbered from -1."""
+    seen: dict[str, int] = {}
+    anchors = set()
+    in_code = False
+    for line in _read(path).splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        if in_code or not line.startswith("#"):
+            continue
+        title = line.lstrip("#").strip().lower()
+        slug = "".join(c for c in title if c.isalnum() or c in " -_").replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        anchors.add(f"{slug}-{n}" if n else slug)
+    return anchors
+
+
+def test_every_link_between_the_docs_reaches_its_file_and_heading():
+    pages = [README, *sorted(glob.glob(os.path.join(REPO_ROOT, "docs", "**", "*.md"),
+                                       recursive=True))]
+    broken = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s]+)\)", _read(page)):
+            if re.match(r"[a-z]+:", target):
+                continue  # a web address
+            file, _, anchor = target.partition("#")
+            path = os.path.normpath(os.path.join(os.path.dirname(page), file)) if file else page
+            if not os.path.exists(path):
+                broken.append((os.path.relpath(page, REPO_ROOT), target))
+            elif anchor and path.endswith(".md") and anchor not in _anchors(path):
+                broken.append((os.path.relpath(page, REPO_ROOT), target))
+    assert not broken, broken
