@@ -3,6 +3,7 @@ and defaults; docs/architecture.md names every module; every project file the do
 the README stays a front page."""
 
 import dataclasses
+import functools
 import glob
 import os
 import re
@@ -137,6 +138,7 @@ def test_the_readme_is_a_front_page_that_links_every_doc():
         "troubleshooting.md", "benchmarks.md", "architecture.md"}
 
 
+@functools.cache
 def _anchors(path: str) -> set[str]:
     """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as
     hyphens, a repeated heading numbered from -1."""

@@ -235,7 +235,7 @@ class MemberDense(tf_keras.layers.Layer):
         return {**super().get_config(), "units": self.units,
                 "activation": tf_keras.activations.serialize(self.activation),
                 "initializer": tf_keras.initializers.serialize(self.initializer),
-                "regularizer": serialized_regularizer(self.regularizer)}
+                "regularizer": tf_keras.regularizers.serialize(self.regularizer)}
 
 
 class MemberMean(tf_keras.layers.Layer):
@@ -302,7 +302,7 @@ class TokenMean(tf_keras.layers.Layer):
 
     def get_config(self) -> dict:
         return {**super().get_config(), "rows": self.rows, "dim": self.dim,
-                "regularizer": serialized_regularizer(self.regularizer)}
+                "regularizer": tf_keras.regularizers.serialize(self.regularizer)}
 
 
 class PairEmbedding(tf_keras.layers.Layer):
@@ -356,12 +356,7 @@ class PairEmbedding(tf_keras.layers.Layer):
     def get_config(self) -> dict:
         return {**super().get_config(), "sizes": self.sizes, "buckets": self.buckets,
                 "dim": self.dim, "max_pairs": self.max_pairs,
-                "regularizer": serialized_regularizer(self.regularizer)}
-
-
-def serialized_regularizer(regularizer: tf_keras.regularizers.Regularizer | None) -> Any:
-    """A layer's penalty as its config holds it (None for none)."""
-    return tf_keras.regularizers.serialize(regularizer) if regularizer else None
+                "regularizer": tf_keras.regularizers.serialize(self.regularizer)}
 
 
 def chosen_pairs(sizes: list[int], max_pairs: int | None) -> list[tuple[int, int]]:
