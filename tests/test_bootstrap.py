@@ -7,6 +7,7 @@ import random
 import tomllib
 
 import pytest
+from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from pipeline import csv_check, datasets
@@ -601,3 +602,50 @@ def test_the_spec_says_truly_how_small_data_chooses_its_epochs(tmp_path, rows, s
         assert "too few for a validation slice of 100" in text
         # Every epoch trains and the last is kept: the epoch cap holds, the decay ends at 0.
         assert training["epochs"] == bootstrap.MAX_EPOCHS and "lr_floor" not in training
+
+
+def _shares(counts: dict[str, int]) -> list[str]:
+    return [value for value, n in counts.items() for _ in range(n)]
+
+
+def test_drift_thresholds_follow_the_distance_between_consecutive_spans(tmp_path):
+    """Spans in their folders: a column's threshold is twice the largest L-infinity distance
+    between consecutive spans' value shares (0.15 here), at least 0.1. The column that tags
+    each row with its span in the statistics step is none of the data's: a data column of
+    that name is kept, and the statistics of the whole data are those of its own columns."""
+    shares = [{"a": 100, "b": 60, "c": 40}, {"a": 120, "b": 60, "c": 20},
+              {"a": 150, "b": 30, "c": 20}]  # L-infinity 0.10 from span 1 to 2, 0.15 to 3
+    rng = random.Random(7)
+    data = tmp_path / "data"
+    for span, counts in enumerate(shares, start=1):
+        (data / f"span-{span}").mkdir(parents=True)
+        _write(data / f"span-{span}" / "rows.csv", [
+            {"plan": plan, "shop": ("north", "south")[i % 2], "__part__": f"{rng.random():.4f}",
+             "y": rng.choice(["yes", "no"])} for i, plan in enumerate(_shares(counts))])
+    assert bootstrap.main(["--name", "shops", "--data-dir", str(data), "--label", "y",
+                           "--task", "binary", "--schemas-dir", str(tmp_path)]) == 0
+    with open(tmp_path / "shops" / datasets.SPEC_FILE, "rb") as f:
+        spec = tomllib.load(f)
+    assert "__part__" in spec["features"]
+    thresholds = spec["drift"]["thresholds"]
+    assert thresholds["plan"] == pytest.approx(2 * 0.15)
+    assert thresholds["shop"] == bootstrap.DRIFT_FLOOR  # the same shares in every span
+    schema = text_format.Parse((tmp_path / "shops" / datasets.SCHEMA_FILE).read_text(),
+                               schema_pb2.Schema())
+    assert sorted(f.name for f in schema.feature) == ["__part__", "plan", "shop", "y"]
+
+
+def test_a_flat_folders_drift_thresholds_come_from_two_halves_of_its_rows(tmp_path):
+    """Without spans, the two halves of the rows stand in for consecutive spans: the same
+    mix on both sides, so every column gets the floor."""
+    rng = random.Random(8)
+    data = tmp_path / "data"
+    data.mkdir()
+    _write(data / "rows.csv", [{"plan": rng.choice("abc"), "amount": f"{rng.gauss(5, 1):.3f}",
+                                "y": rng.choice(["yes", "no"])} for _ in range(4000)])
+    assert bootstrap.main(["--name", "flat", "--data-dir", str(data), "--label", "y",
+                           "--task", "binary", "--schemas-dir", str(tmp_path)]) == 0
+    text = (tmp_path / "flat" / datasets.SPEC_FILE).read_text()
+    assert tomllib.loads(text)["drift"]["thresholds"] == dict.fromkeys(("plan", "amount", "y"),
+                                                                       bootstrap.DRIFT_FLOOR)
+    assert "2x the largest distance between two halves of the rows" in text

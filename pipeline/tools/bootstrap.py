@@ -654,17 +654,25 @@ def training_budget(train_rows: int, validated: bool = True) -> tuple[int, int]:
 
 def csv_statistics(data_dir: str, names: list[str], gaps: list[int], dialect: Dialect,
                    unnamed: tuple[int, ...] | list[int] = (),
-                   formats: list[NumberFormat | None] | None = None):
+                   formats: list[NumberFormat | None] | None = None,
+                   parts: bool = True) -> "CsvStatistics":
     """TFDV's statistics of the CSV files, as tfdv.generate_statistics_from_csv computes them
     but read as CsvExampleGen reads them: rows by its own reader (a quoted value may hold a line
     break; gzip files), the header `names` the checks read (TFDV keeps a byte-order mark in the
     first name), the spec's delimiter, the header's `unnamed` (empty) columns dropped, and in
     the number columns at the indices `gaps` (of the named columns) missing markers as the
     empty cells and formatted numbers ("$5,993", `formats` by column) as the floats
-    CsvExampleGen makes them."""
+    CsvExampleGen makes them.
+
+    With `parts`, also the statistics of each span (or each half of a flat folder's rows). They
+    come from the same pass, as TFDV slices of a column that tags each row with its part: one
+    decoding (every part's columns typed as the whole data's) and one statistics step, where
+    a step per part would cost Beam's set-up each time."""
     import apache_beam as beam
     import tensorflow_data_validation as tfdv
+    from tensorflow_data_validation import constants
     from tensorflow_data_validation.coders import csv_decoder
+    from tensorflow_data_validation.utils import slicing_util
 
     from pipeline.components import example_gen
 
@@ -690,43 +698,80 @@ def csv_statistics(data_dir: str, names: list[str], gaps: list[int], dialect: Di
                  | f"Read{label}" >> beam.ParDo(example_gen.ReadCsvRecords()))
         return lines | f"Blank{label}" >> beam.Map(blank_markers) if gaps or unnamed else lines
 
-    def write(lines, label: str, path: str) -> None:
-        _ = (lines
-             | f"Decode{label}" >> csv_decoder.DecodeCSV(column_names=names,
-                                                        delimiter=dialect.delimiter)
-             | f"Statistics{label}" >> tfdv.GenerateStatistics(tfdv.StatsOptions())
-             | f"Write{label}" >> tfdv.WriteStatisticsToTFRecord(path))
-
-    work = tempfile.mkdtemp(prefix="make-dataset-")
     found = spans.find(data_dir)
+    by_span = bool(found and len(found.folders) > 1)
+    tag = _part_column(names)
+    work = tempfile.mkdtemp(prefix="make-dataset-")
     try:
         with beam.Pipeline() as p:
-            if found and len(found.folders) > 1:
-                parts = [read(p, f"Span{span}", csv_check.csv_files(folder))
-                         for span, folder in sorted(found.folders.items())]
-                lines = parts | "AllSpans" >> beam.Flatten()
-            else:
+            if not parts:
                 lines = read(p, "", spans.data_files(data_dir))
-                parts = list(lines | "Halves" >> beam.Partition(_half, 2))
-            write(lines, "", os.path.join(work, "all"))
-            for i, part in enumerate(parts):
-                write(part, f"Part{i}", os.path.join(work, f"part-{i}"))
-        return CsvStatistics(tfdv.load_statistics(os.path.join(work, "all")),
-                             [tfdv.load_statistics(os.path.join(work, f"part-{i}"))
-                              for i in range(len(parts))], bool(found and len(found.folders) > 1))
+            elif by_span:
+                lines = [read(p, f"Span{span}", csv_check.csv_files(folder))
+                         | f"Tag{span}" >> beam.Map(_tagged, dialect.delimiter, span)
+                         for span, folder in sorted(found.folders.items())] | beam.Flatten()
+            else:
+                lines = (read(p, "", spans.data_files(data_dir))
+                         | "TagHalves" >> beam.Map(lambda line: _tagged(
+                             line, dialect.delimiter, _half(line))))
+            options = tfdv.StatsOptions(experimental_slice_functions=[
+                slicing_util.get_feature_value_slicer({tag: None})] if parts else None)
+            _ = (lines
+                 | "Decode" >> csv_decoder.DecodeCSV(
+                     column_names=([tag] if parts else []) + names, delimiter=dialect.delimiter)
+                 | "Statistics" >> tfdv.GenerateStatistics(options)
+                 | "Write" >> tfdv.WriteStatisticsToTFRecord(os.path.join(work, "statistics")))
+        computed = tfdv.load_statistics(os.path.join(work, "statistics")).datasets
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if not parts:
+        return CsvStatistics(_statistics_list(computed[0], tag), [], by_span)
+    sliced = {d.name: d for d in computed}
+    part_keys = sorted(found.folders) if by_span else range(2)
+    return CsvStatistics(
+        _statistics_list(sliced[constants.DEFAULT_SLICE_KEY], tag),
+        [_statistics_list(sliced.get(f"{tag}_{key}"), tag) for key in part_keys], by_span)
 
 
-def _half(line: str | bytes, parts: int) -> int:
+def _part_column(names: list[str]) -> str:
+    """A name for the column that tags each row with its part, none of the data's."""
+    tag = "__part__"
+    while tag in names:
+        tag += "_"
+    return tag
+
+
+def _tagged(line: str, delimiter: str, part: int) -> str:
+    """The CSV row with its part as a first cell."""
+    return f"{part}{delimiter}{line}"
+
+
+def _statistics_list(dataset, tag: str):
+    """One slice's statistics as TFDV's list of one dataset, without the tag column: what
+    statistics of that part's rows alone would hold. A part without rows (a half of one row)
+    has empty statistics."""
+    from tensorflow_metadata.proto.v0 import statistics_pb2
+
+    result = statistics_pb2.DatasetFeatureStatisticsList()
+    part = result.datasets.add()
+    if dataset is not None:
+        part.CopyFrom(dataset)
+        part.name = ""
+        kept = [f for f in part.features if list(f.path.step) != [tag]]
+        del part.features[:]
+        part.features.extend(kept)
+    return result
+
+
+def _half(line: str) -> int:
     """A row's half of the data, by its content: the same rows on every run."""
-    return zlib.crc32(line.encode() if isinstance(line, str) else line) % parts
+    return zlib.crc32(line.encode()) % 2
 
 
 @dataclasses.dataclass(frozen=True)
 class CsvStatistics:
     """The data's statistics (`whole`), and those of its spans in order (`by_span`) or, for a
-    flat folder, of two halves of its rows."""
+    flat folder, of two halves of its rows (none where they were not asked for)."""
 
     whole: Any
     parts: list[Any]

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     gaps = [i for i, name in enumerate(names) if name in numbers]
     schema = tfdv.infer_schema(bootstrap.csv_statistics(
         data_dir, names, gaps, dialect, csv_check.nameless(header),
-        [spec.number_format(name) for name in names]).whole)
+        [spec.number_format(name) for name in names], parts=False).whole)
     folder = datasets.dataset_dir(args.dataset)
     output = os.path.join(folder, "inferred_schema.pbtxt")
     tfdv.write_schema_text(schema, output)
