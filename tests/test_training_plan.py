@@ -9,6 +9,7 @@ import glob
 import logging
 import math
 import os
+import re
 
 import numpy as np
 import pytest
@@ -352,6 +353,10 @@ def test_export_parity_passes_on_a_faithful_export(transformed_data, tmp_path, c
         run.run_fn(args)
     [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Export parity")]
     assert "on 256 raw eval examples (tolerance 0.02)" in line
+    # Where the run's time went: planning (counting the rows) apart from the fit.
+    [times] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Planned in")]
+    _, trained, exported, _ = map(float, re.findall(r"in (\d+\.\d) s", times))
+    assert trained > 0 and exported > 0, times
 
 
 def test_export_that_answers_otherwise_fails_the_trainer(transformed_data, tmp_path,
