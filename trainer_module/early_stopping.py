@@ -17,7 +17,13 @@ from absl import logging
 # The file in the Trainer's model_run_dir that records the budget and where training stopped
 # (the run report reads it).
 RECORD_FILE = "training.json"
-MONITOR = "val_loss"
+# What early stopping, the refit's check and the Tuner compare: the loss on the validation
+# slice's rows alone. Keras' val_loss also holds the weights' penalty (L2), the same for every
+# row; it shrinks as training goes on, and can outweigh the rows' loss on small data, where
+# the penalty is heaviest. Compared with it, a late epoch would be kept for its lighter
+# weights rather than for a lower loss on the slice.
+MONITOR = "val_data_loss"
+KERAS_MONITOR = "val_loss"
 
 
 @dataclasses.dataclass
@@ -28,10 +34,11 @@ class TrainingRecord:
     epochs_budget: Keras epochs the budget allowed; epochs_run: epochs trained.
     best_epoch: the epoch whose weights were kept (1-based; 0: the last, without validation).
     stopped_early: training stopped before the budget ended.
-    best_val_loss: the kept epoch's validation loss (None without validation).
+    best_val_loss: the kept epoch's loss on the validation slice's rows (MONITOR; None
+      without validation).
     fit_rows / validation_rows: the training split's two parts.
     refit_epochs: epochs of the refit on both parts (0: no refit ran).
-    refit_val_loss: the refit's loss on the validation slice (None: no refit ran).
+    refit_val_loss: the refit's loss on the validation slice's rows (None: no refit ran).
     refit_kept: the refit was exported; it is kept only when its loss on the slice is not above
       the kept epoch's (False: the kept epoch's weights were exported).
     still_learning: the budget ended while the validation loss was still falling (the last
@@ -74,9 +81,25 @@ def read_record(model_run_dir: str) -> TrainingRecord | None:
         return TrainingRecord(**json.loads(f.read()))
 
 
+def penalty(model: tf_keras.Model) -> float:
+    """The weights' penalty Keras adds to a model's loss (its regularization losses), at the
+    model's current weights."""
+    import tensorflow as tf
+
+    return float(tf.add_n(model.losses)) if model.losses else 0.0
+
+
+def data_loss(keras_loss: float, model: tf_keras.Model) -> float:
+    """A loss Keras reported for `model` (training's objective: the rows' loss plus the
+    penalty), without the penalty: the rows' loss alone. The penalty depends only on the
+    weights, which stay fixed while Keras scores a slice, so it is the same in every batch."""
+    return float(keras_loss) - penalty(model)
+
+
 class BestEpoch(tf_keras.callbacks.Callback):
-    """Tracks the validation loss each epoch; stops after `patience` epochs without a new
-    best (0: never), and ends training on the best epoch's weights."""
+    """Tracks the validation slice's loss (MONITOR, which it adds to the epoch's logs for the
+    callbacks after it and the history) each epoch; stops after `patience` epochs without a
+    new best (0: never), and ends training on the best epoch's weights."""
 
     def __init__(self, record: TrainingRecord, patience: int) -> None:
         super().__init__()
@@ -87,7 +110,10 @@ class BestEpoch(tf_keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         self.record.epochs_run = epoch + 1
-        loss = (logs or {}).get(MONITOR)
+        logs = logs if logs is not None else {}
+        if KERAS_MONITOR in logs:
+            logs[MONITOR] = data_loss(logs[KERAS_MONITOR], self.model)
+        loss = logs.get(MONITOR)
         if loss is None or not math.isfinite(float(loss)):
             return
         best = self.record.best_val_loss
@@ -113,9 +139,9 @@ class BestEpoch(tf_keras.callbacks.Callback):
                 "(its last epoch was the best): the model was still learning; a larger budget "
                 "(EPOCHS, or the spec's [training] epochs) would likely train a better one",
                 self.record.epochs_budget)
-        logging.info("Training ended after %d of %d epochs%s; kept epoch %s (val_loss %s)",
+        logging.info("Training ended after %d of %d epochs%s; kept epoch %s (%s %s)",
                      self.record.epochs_run, self.record.epochs_budget,
                      " (early stop)" if self.record.stopped_early else "",
-                     self.record.best_epoch or "last",
+                     self.record.best_epoch or "last", MONITOR,
                      "n/a" if self.record.best_val_loss is None
                      else f"{self.record.best_val_loss:.5f}")

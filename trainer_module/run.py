@@ -63,8 +63,8 @@ REFIT_DIR = "refit"
 def _callbacks(run_dir: str, epochs: int, *extra: tf_keras.callbacks.Callback,
                profile_batch: tuple[int, int] | int = 0) -> list[tf_keras.callbacks.Callback]:
     return [
+        *extra,  # before the log: early stopping adds the validation slice's loss to it
         _EpochLog(epochs),
-        *extra,
         # The logs hold the epochs' scalars and any profile, not the train step's graph: under
         # MirroredStrategy that graph holds a copy of the step per replica, and writing it
         # kept taxi's 160-step fit on 8 CPU replicas running 109 s instead of 38 s. The
@@ -85,8 +85,9 @@ def _refit_holds(refitted: tf_keras.Model, record: early_stopping.TrainingRecord
     those rows too, so it has the advantage; one that still scores worse has gone wrong (a
     schedule that never reached what early stopping measured, a diverged run) and is not
     exported."""
-    loss = float(refitted.evaluate(validation, steps=steps, verbose=0,
-                                   return_dict=True)["loss"])
+    loss = early_stopping.data_loss(
+        refitted.evaluate(validation, steps=steps, verbose=0, return_dict=True)["loss"],
+        refitted)
     record.refit_val_loss = loss
     record.refit_kept = loss <= record.best_val_loss
     if record.refit_kept:

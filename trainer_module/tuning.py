@@ -90,7 +90,8 @@ def tuner_fn(fn_args: FnArgs) -> TunerFnResult:
         return tuned.compiled_model(inputs.tf_transform_output, inputs.label_scale)
 
     tuner = PlanSearch(
-        build, objective=early_stopping.MONITOR, max_trials=trials, seed=config.training.seed,
+        build, objective=keras_tuner.Objective(early_stopping.MONITOR, direction="min"),
+        max_trials=trials, seed=config.training.seed,
         directory=fn_args.working_dir, project_name="search", overwrite=True)
     best = early_stopping.BestEpoch(inputs.new_record(),
                                     config.training.early_stopping_patience)
