@@ -6,43 +6,50 @@ import numpy as np
 import pytest
 import tf_keras
 
-from trainer_module.early_stopping import MONITOR, BestEpoch, TrainingRecord, data_loss
+from trainer_module import tasks
+from trainer_module.early_stopping import MONITOR, BestEpoch, TrainingRecord, selection_loss
 
 
 def _train(losses: list[float], patience: int, weights: list[float] | None = None,
-           l2: float = 0.0) -> tuple[TrainingRecord, float]:
-    """Epochs with these validation losses (Keras' val_loss); each epoch's weight is the
-    epoch's number, or `weights`' entry, with an L2 penalty of `l2`. Returns the record and
-    the weight training ended on."""
+           l2: float = 0.0, task: str = tasks.REGRESSION) -> tuple[TrainingRecord, float]:
+    """Epochs with these validation losses (Keras' val_loss) for a `task` label; each epoch's
+    weight is the epoch's number, or `weights`' entry, with an L2 penalty of `l2`. Returns
+    the record and the weight training ended on."""
     model = tf_keras.Sequential([tf_keras.Input((1,)), tf_keras.layers.Dense(
         1, kernel_regularizer=tf_keras.regularizers.L2(l2) if l2 else None)])
     record = TrainingRecord(budget=f"{len(losses)} epochs of 1 steps",
                             epochs_budget=len(losses), fit_rows=100, validation_rows=100)
-    best = BestEpoch(record, patience)
+    best = BestEpoch(record, patience, task)
     best.set_model(model)
     for epoch, loss in enumerate(losses):
         model.layers[0].kernel.assign([[weights[epoch] if weights else float(epoch + 1)]])
         logs = {"val_loss": loss}
         best.on_epoch_end(epoch, logs)
-        assert logs[MONITOR] == pytest.approx(loss - l2 * model.layers[0].kernel.numpy()[0, 0] ** 2)
+        penalty = l2 * model.layers[0].kernel.numpy()[0, 0] ** 2
+        assert logs[MONITOR] == pytest.approx(loss - (penalty if task == tasks.REGRESSION else 0))
         if model.stop_training:
             break
     best.on_train_end()
     return record, float(model.layers[0].kernel.numpy()[0][0])
 
 
-def test_the_weights_penalty_is_no_part_of_the_compared_loss():
+def test_a_regression_labels_epochs_are_compared_without_the_weights_penalty():
     """Keras' val_loss holds the L2 penalty, which falls here as the weights shrink (0.9, 0.4,
-    0.1) while the rows' loss rises (0.30, 0.35, 0.40): the first epoch is the best."""
+    0.1) while the rows' loss rises (0.30, 0.35, 0.40): for a regression label the first
+    epoch is the best; a class label's epochs are compared by Keras' loss as it is."""
     record, weight = _train([1.2, 0.75, 0.5], patience=10, weights=[3.0, 2.0, 1.0], l2=0.1)
     assert (record.best_epoch, weight) == (1, 3.0)
     assert record.best_val_loss == pytest.approx(0.3)
     assert not record.still_learning
+    for task in (tasks.BINARY, tasks.MULTICLASS):
+        record, weight = _train([1.2, 0.75, 0.5], patience=10, weights=[3.0, 2.0, 1.0], l2=0.1,
+                                task=task)
+        assert (record.best_epoch, weight, record.best_val_loss) == (3, 1.0, 0.5)
 
 
 def test_the_rows_loss_is_kerass_loss_without_the_penalty():
-    """On a real Keras evaluation of a penalized model: the loss Keras reports, less the
-    penalty, is the loss function's mean over the rows."""
+    """On a real Keras evaluation of a penalized regression model: the loss Keras reports,
+    less the penalty, is the loss function's mean over the rows."""
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(64, 3)), rng.normal(size=(64, 1))
     model = tf_keras.Sequential([tf_keras.Input((3,)), tf_keras.layers.Dense(
@@ -51,7 +58,7 @@ def test_the_rows_loss_is_kerass_loss_without_the_penalty():
     keras_loss = model.evaluate(x, y, batch_size=16, verbose=0)
     rows = float(np.mean((model.predict(x, verbose=0) - y) ** 2))
     assert keras_loss > rows + 0.01  # the penalty is there
-    assert data_loss(keras_loss, model) == pytest.approx(rows, rel=1e-5)
+    assert selection_loss(keras_loss, model, tasks.REGRESSION) == pytest.approx(rows, rel=1e-5)
 
 
 def test_training_stops_after_patience_epochs_without_a_new_best_on_the_best_weights():

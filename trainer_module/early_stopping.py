@@ -14,15 +14,13 @@ import numpy as np
 import tf_keras
 from absl import logging
 
+from trainer_module import tasks
+
 # The file in the Trainer's model_run_dir that records the budget and where training stopped
 # (the run report reads it).
 RECORD_FILE = "training.json"
-# What early stopping, the refit's check and the Tuner compare: the loss on the validation
-# slice's rows alone. Keras' val_loss also holds the weights' penalty (L2), the same for every
-# row; it shrinks as training goes on, and can outweigh the rows' loss on small data, where
-# the penalty is heaviest. Compared with it, a late epoch would be kept for its lighter
-# weights rather than for a lower loss on the slice.
-MONITOR = "val_data_loss"
+# What early stopping, the refit's check and the Tuner compare (`selection_loss`).
+MONITOR = "val_selection_loss"
 KERAS_MONITOR = "val_loss"
 
 
@@ -34,11 +32,10 @@ class TrainingRecord:
     epochs_budget: Keras epochs the budget allowed; epochs_run: epochs trained.
     best_epoch: the epoch whose weights were kept (1-based; 0: the last, without validation).
     stopped_early: training stopped before the budget ended.
-    best_val_loss: the kept epoch's loss on the validation slice's rows (MONITOR; None
-      without validation).
+    best_val_loss: the kept epoch's validation loss (MONITOR; None without validation).
     fit_rows / validation_rows: the training split's two parts.
     refit_epochs: epochs of the refit on both parts (0: no refit ran).
-    refit_val_loss: the refit's loss on the validation slice's rows (None: no refit ran).
+    refit_val_loss: the refit's validation loss (MONITOR's kind; None: no refit ran).
     refit_kept: the refit was exported; it is kept only when its loss on the slice is not above
       the kept epoch's (False: the kept epoch's weights were exported).
     still_learning: the budget ended while the validation loss was still falling (the last
@@ -89,22 +86,32 @@ def penalty(model: tf_keras.Model) -> float:
     return float(tf.add_n(model.losses)) if model.losses else 0.0
 
 
-def data_loss(keras_loss: float, model: tf_keras.Model) -> float:
-    """A loss Keras reported for `model` (training's objective: the rows' loss plus the
-    penalty), without the penalty: the rows' loss alone. The penalty depends only on the
-    weights, which stay fixed while Keras scores a slice, so it is the same in every batch."""
-    return float(keras_loss) - penalty(model)
+def selection_loss(keras_loss: float, model: tf_keras.Model, task: str) -> float:
+    """The loss that chooses between epochs and models, from one Keras reported for `model`
+    on the validation slice (training's objective: the rows' loss plus the weights' penalty).
+
+    For a regression label, the rows' loss alone: their squared error on the standardized
+    label, which is what the Evaluator's RMSE judges. The penalty, the same for every row
+    (it depends only on the weights, fixed while Keras scores a slice), shrinks as training
+    goes on and can outweigh that error on small data, where it is heaviest: a late epoch
+    would win for its lighter weights while its error rose. For a class label the rows' log
+    loss is itself only a stand-in for AUC or accuracy, and the loss Keras reports is kept:
+    the log loss alone chose earlier epochs that scored lower (docs/trainer-and-tpu.md).
+    """
+    return float(keras_loss) - (penalty(model) if task == tasks.REGRESSION else 0.0)
 
 
 class BestEpoch(tf_keras.callbacks.Callback):
-    """Tracks the validation slice's loss (MONITOR, which it adds to the epoch's logs for the
-    callbacks after it and the history) each epoch; stops after `patience` epochs without a
-    new best (0: never), and ends training on the best epoch's weights."""
+    """Tracks the validation slice's loss for a `task` label (MONITOR, `selection_loss`,
+    which it adds to the epoch's logs for the callbacks after it and the history) each epoch;
+    stops after `patience` epochs without a new best (0: never), and ends training on the
+    best epoch's weights."""
 
-    def __init__(self, record: TrainingRecord, patience: int) -> None:
+    def __init__(self, record: TrainingRecord, patience: int, task: str) -> None:
         super().__init__()
         self.record = record
         self.patience = patience
+        self.task = task
         self._best_weights: list[np.ndarray] | None = None
         self._waited = 0
 
@@ -112,7 +119,7 @@ class BestEpoch(tf_keras.callbacks.Callback):
         self.record.epochs_run = epoch + 1
         logs = logs if logs is not None else {}
         if KERAS_MONITOR in logs:
-            logs[MONITOR] = data_loss(logs[KERAS_MONITOR], self.model)
+            logs[MONITOR] = selection_loss(logs[KERAS_MONITOR], self.model, self.task)
         loss = logs.get(MONITOR)
         if loss is None or not math.isfinite(float(loss)):
             return

@@ -63,7 +63,7 @@ REFIT_DIR = "refit"
 def _callbacks(run_dir: str, epochs: int, *extra: tf_keras.callbacks.Callback,
                profile_batch: tuple[int, int] | int = 0) -> list[tf_keras.callbacks.Callback]:
     return [
-        *extra,  # before the log: early stopping adds the validation slice's loss to it
+        *extra,  # before the log: early stopping adds the loss it compares to it
         _EpochLog(epochs),
         # The logs hold the epochs' scalars and any profile, not the train step's graph: under
         # MirroredStrategy that graph holds a copy of the step per replica, and writing it
@@ -79,15 +79,15 @@ def _callbacks(run_dir: str, epochs: int, *extra: tf_keras.callbacks.Callback,
 
 
 def _refit_holds(refitted: tf_keras.Model, record: early_stopping.TrainingRecord,
-                 validation, steps: int) -> bool:
+                 validation, steps: int, task: str) -> bool:
     """Whether the refit replaces the kept epoch's model: its loss on the same validation
     rows, the ones early stopping scored, is not above the kept epoch's. The refit trained on
     those rows too, so it has the advantage; one that still scores worse has gone wrong (a
     schedule that never reached what early stopping measured, a diverged run) and is not
     exported."""
-    loss = early_stopping.data_loss(
+    loss = early_stopping.selection_loss(
         refitted.evaluate(validation, steps=steps, verbose=0, return_dict=True)["loss"],
-        refitted)
+        refitted, task)
     record.refit_val_loss = loss
     record.refit_kept = loss <= record.best_val_loss
     if record.refit_kept:
@@ -123,7 +123,8 @@ def _fit(inputs: RunInputs, spec: DatasetSpec, fn_args: FnArgs) -> tf_keras.Mode
             "every epoch of the budget trains and the last weights are kept",
             config.data.validation_fraction, plan.validation_examples, plan.replicas)
     record = inputs.new_record()
-    best = early_stopping.BestEpoch(record, config.training.early_stopping_patience)
+    best = early_stopping.BestEpoch(record, config.training.early_stopping_patience,
+                                    spec.task)
 
     keras_model = plan.compiled_model(tf_transform_output, label_scale)
     if config.training.warm_start and fn_args.base_model:
@@ -146,7 +147,7 @@ def _fit(inputs: RunInputs, spec: DatasetSpec, fn_args: FnArgs) -> tf_keras.Mode
             inputs, record.best_epoch, fn_args.train_files,
             lambda epochs: _callbacks(os.path.join(run_dir, REFIT_DIR), epochs),
             fn_args.base_model)
-        if _refit_holds(refitted, record, inputs.validation, validation_steps):
+        if _refit_holds(refitted, record, inputs.validation, validation_steps, spec.task):
             keras_model = refitted
     record.write(run_dir)
     return keras_model

@@ -94,7 +94,7 @@ def tuner_fn(fn_args: FnArgs) -> TunerFnResult:
         max_trials=trials, seed=config.training.seed,
         directory=fn_args.working_dir, project_name="search", overwrite=True)
     best = early_stopping.BestEpoch(inputs.new_record(),
-                                    config.training.early_stopping_patience)
+                                    config.training.early_stopping_patience, spec.task)
     return TunerFnResult(tuner=tuner, fit_kwargs={
         "x": inputs.train, "validation_data": inputs.validation, "epochs": plan.epochs,
         "steps_per_epoch": plan.steps_per_epoch, "validation_steps": plan.validation_steps,
