@@ -106,6 +106,7 @@ TRAINER_VARIABLES = {
     "LR_SCALING": ("lr_scaling", _env_str),
     "LR_DECAY": ("lr_decay", _env_str),
     "LR_FLOOR": ("lr_floor", _env_float),
+    "WEIGHT_DECAY": ("weight_decay", _env_float),
     "EPOCHS": ("epochs", _env_int),
     "EARLY_STOPPING_PATIENCE": ("early_stopping_patience", _env_int),
     "REFIT_FACTOR": ("refit_factor", _env_float),

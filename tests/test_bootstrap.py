@@ -148,6 +148,41 @@ def test_small_binary_data_gets_an_ensemble_and_other_data_one_mlp():
     ModelConfig(ensemble_size=bootstrap.BINARY_ENSEMBLE_SIZE)  # a value the Trainer accepts
 
 
+@pytest.mark.parametrize("rows, task, tabm", [
+    (900, "multiclass", True),      # 600 training rows, a slice of 120
+    (300, "multiclass", False),     # no slice to stop on
+    (900, "binary", False)])
+def test_small_multiclass_data_takes_tabms_published_defaults(tmp_path, rows, task, tabm):
+    """TabM's network and optimizer are written for a multiclass label below SMALL_DATA_ROWS
+    training rows with a validation slice, and reach the Trainer's settings; other data keeps
+    the sized network and the Trainer's optimizer."""
+    rng = random.Random(rows)
+    labels = ["a", "b", "c"] if task == "multiclass" else ["a", "b"]
+    spec = _made(tmp_path, "small", [{"x": f"{rng.gauss(0, 1):.3f}", "y": rng.choice(labels)}
+                                     for _ in range(rows)], "y", task)
+    trainer = configure(from_env({"DATASET": str(tmp_path / "small")})).trainer
+    written = (spec["model"]["hidden_units"], spec["model"]["dropout"], spec["model"]["l2"],
+               spec["model"]["ensemble_size"], spec["training"].get("learning_rate"),
+               spec["training"].get("weight_decay"))
+    used = (list(trainer.model.hidden_units), trainer.model.dropout, trainer.model.l2,
+            trainer.model.ensemble_size, trainer.training.learning_rate,
+            trainer.training.weight_decay)
+    if tabm:
+        network = bootstrap.TABM_NETWORK
+        assert written == used == (list(network.hidden_units), network.dropout, network.l2,
+                                   bootstrap.TABM_MEMBERS, bootstrap.TABM_LEARNING_RATE,
+                                   bootstrap.TABM_WEIGHT_DECAY)
+        assert "TabM's published defaults" in (tmp_path / "small" / datasets.SPEC_FILE).read_text(
+            encoding="utf-8")
+    else:
+        size = bootstrap.network_size(rows * 2 // 3)
+        assert written[:3] == (list(size.hidden_units), size.dropout, size.l2)
+        assert written[4:] == (None, None)
+        defaults = TrainerConfig().training
+        assert used[4:] == (defaults.learning_rate, defaults.weight_decay)
+        assert used[3] == bootstrap.ensemble_size(task, rows * 2 // 3)
+
+
 def test_small_data_waits_longer_for_a_lower_validation_loss_than_large_data():
     assert bootstrap.early_stopping_patience(0) == bootstrap.early_stopping_patience(
         bootstrap.LARGE_DATA_ROWS - 1) == bootstrap.SMALL_DATA_PATIENCE

@@ -107,6 +107,7 @@ def test_unknown_trainer_setting_is_named():
     ("lr_decay", "step", "expected one of cosine, none"),
     ("lr_floor", 1.0, r"expected a number in \[0, 1\)"),
     ("label_smoothing", 1.0, r"expected a number in \[0, 1\)"),
+    ("weight_decay", -0.1, r"expected a number in \[0, 1\)"),
     ("ensemble_size", 0, "expected a whole number >= 1"),
     ("ensemble_kind", "bagged", "expected one of mini, packed"),
     ("reference_batch_size", 0, "expected a whole number >= 1"),

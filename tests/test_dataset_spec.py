@@ -172,6 +172,8 @@ def _with_training(key: str, value: str) -> str:
     ("refit_factor", 1.5, "REFIT_FACTOR", 0),
     ("early_stopping_patience", 30, "EARLY_STOPPING_PATIENCE", 5),
     ("validation_fraction", 0.2, "VALIDATION_FRACTION", 0.3),
+    ("learning_rate", 0.002, "LEARNING_RATE", 0.001),
+    ("weight_decay", 0.0003, "WEIGHT_DECAY", 0.001),
 ])
 def test_the_specs_training_settings_are_the_trainers_defaults_and_a_setting_wins(
         tmp_path, key, value, setting, given):
@@ -201,6 +203,8 @@ def test_the_specs_training_settings_are_the_trainers_defaults_and_a_setting_win
     ("early_stopping_patience", "\"long\"", "expected a whole number >= 0"),
     ("validation_fraction", "1.0", r"expected a number in [0, 1)"),
     ("validation_fraction", "\"a tenth\"", r"expected a number in [0, 1)"),
+    ("learning_rate", "0", "expected a number in (0, 10)"),
+    ("weight_decay", "-0.001", r"expected a number in [0, 1)"),
 ])
 def test_a_bad_training_setting_names_the_key_and_the_expected_form(tmp_path, key, value,
                                                                      expected):

@@ -390,10 +390,13 @@ def _plan(transformed_data, **settings) -> plan.TrainingPlan:
                           transformed_data.spec, 16, dist=tf.distribute.get_strategy())
 
 
-def test_the_train_step_is_traced_once_and_updates_with_fused_adam(transformed_data):
+@pytest.mark.parametrize("weight_decay", [0.0, 0.01])
+def test_the_train_step_is_traced_once_and_updates_with_fused_adam(transformed_data,
+                                                                    weight_decay):
     """The optimizer's slots exist before fit (else the train function is traced twice), and
-    each variable takes one fused Adam update, not a chain of small ops."""
-    training = _plan(transformed_data)
+    each variable takes one fused Adam update, not a chain of small ops, with or without
+    weight decay."""
+    training = _plan(transformed_data, weight_decay=weight_decay)
     tft_output = tft.TFTransformOutput(transformed_data.transform_dir)
     keras_model = training.compiled_model(tft_output)
     train_ds, _ = training.datasets(transformed_data.train_files,
@@ -404,6 +407,33 @@ def test_the_train_step_is_traced_once_and_updates_with_fused_adam(transformed_d
         iter(train_ds)).graph.as_graph_def()
     ops = [node.op for function in graph_def.library.function for node in function.node_def]
     assert ops.count("ResourceApplyAdam") == len(keras_model.trainable_variables)
+
+
+@pytest.mark.parametrize("weight_decay", [0.0, 0.01])
+def test_weight_decay_shrinks_every_weight_apart_from_the_gradient(transformed_data,
+                                                                   weight_decay):
+    """With a zero gradient Adam moves nothing; decoupled weight decay still takes
+    weight_decay × the step's rate off each weight (AdamW's rule), on dense layers and on
+    embeddings alike (whose gradients are sparse rows)."""
+    training = _plan(transformed_data, weight_decay=weight_decay)
+    keras_model = training.compiled_model(
+        tft.TFTransformOutput(transformed_data.transform_dir))
+    optimizer = keras_model.optimizer
+    rate = float(optimizer.learning_rate(optimizer.iterations))
+    dense = keras_model.get_layer("hidden_0").kernel
+    table = next(v for v in keras_model.trainable_variables if "embedding" in v.name)
+    before = {v.name: v.numpy() for v in (dense, table)}
+    rows = tf.constant([0, 1])
+    optimizer.apply_gradients([
+        (tf.zeros_like(dense), dense),
+        (tf.IndexedSlices(tf.zeros([2, table.shape[1]]), rows, tf.shape(table)), table)])
+    for variable in (dense, table):
+        np.testing.assert_allclose(variable.numpy(),
+                                   before[variable.name] * (1 - rate * weight_decay),
+                                   rtol=1e-6)
+    assert (weight_decay > 0) == isinstance(optimizer, plan.DecayedAdam)
+    assert f"weight decay {weight_decay:g}" in training.describe() if weight_decay else (
+        "weight decay" not in training.describe())
 
 
 def test_warm_start_loads_the_baselines_weights_before_the_first_step(transformed_data,

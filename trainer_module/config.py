@@ -190,6 +190,11 @@ class TrainingConfig:
       mean of their answers. It costs k times the training; it is meant for small data, where
       which rows one slice holds moves the model (docs/trainer-and-tpu.md, "Models on folds
       of the rows", has the runs). Without a validation slice one model trains. 1: one model.
+    weight_decay: each step shrinks every weight by this share of the step's learning rate,
+      apart from the gradient (decoupled weight decay, Loshchilov & Hutter, ICLR 2019, as
+      PyTorch's and Keras' AdamW apply it); TabM's published defaults use 0.0003 with no L2.
+      Unlike the model's l2, which adds to the loss and so passes through Adam's per-weight
+      scaling, it shrinks large and small weights alike. 0: plain Adam.
     label_smoothing: classification only: the loss sees each label moved this share toward
       the uniform answer (1 - s on the true class plus s / classes on every class), so the
       model is not pushed toward certainty on rows it has already learned (RealMLP,
@@ -211,6 +216,7 @@ class TrainingConfig:
     checkpoint_epochs: int = 5
     early_stopping_patience: int = 10
     refit_factor: float = 0.0
+    weight_decay: float = 0.0
     label_smoothing: float = 0.0
     validation_folds: int = 1
     warm_start: bool = False
@@ -234,6 +240,7 @@ class TrainingConfig:
             raise TrainerConfigError(
                 f"refit_factor={self.refit_factor!r}: expected 0 (off) or a number in "
                 f"[1, {MAX_REFIT_FACTOR}]")
+        _check_fraction("weight_decay", self.weight_decay)
         _check_fraction("label_smoothing", self.label_smoothing)
         _check_int("validation_folds", self.validation_folds, minimum=1,
                    maximum=MAX_VALIDATION_FOLDS)

@@ -28,8 +28,9 @@ DELIMITERS = (",", ";", "\t", "|")
 # The budget's keys in [training] (whole numbers), and the Trainer settings a spec may give
 # there (each checked by the Trainer's config itself).
 BUDGET_KEYS = ("train_steps", "epochs", "per_replica_batch_size")
-TRAINING_CONFIG_KEYS = ("early_stopping_patience", "refit_factor", "lr_floor",
-                        "label_smoothing", "validation_fraction", "validation_folds")
+TRAINING_CONFIG_KEYS = ("learning_rate", "weight_decay", "early_stopping_patience",
+                        "refit_factor", "lr_floor", "label_smoothing", "validation_fraction",
+                        "validation_folds")
 TRAINING_KEYS = (*BUDGET_KEYS, *TRAINING_CONFIG_KEYS, "window_spans")
 # The network a spec may give ([model]): ModelConfig's settings of the same names.
 MODEL_KEYS = ("hidden_units", "embedding_dim", "dropout", "l2", "cross_buckets",
@@ -115,9 +116,9 @@ class DatasetSpec:
       (such rows are left out of training and evaluation, and the report counts them);
     train_steps / epochs / per_replica_batch_size: defaults for this dataset's size (settings
       win): a budget in train steps, or in passes over the training rows.
-    early_stopping_patience / refit_factor / lr_floor / label_smoothing /
-      validation_fraction / validation_folds: this dataset's Trainer settings of the same
-      names (settings win); None: the Trainer's default.
+    learning_rate / weight_decay / early_stopping_patience / refit_factor / lr_floor /
+      label_smoothing / validation_fraction / validation_folds: this dataset's Trainer
+      settings of the same names (settings win); None: the Trainer's default.
     model: the network for this dataset ([model], MODEL_KEYS → value; settings win): sizes for
       its row count, and whether categories are paired; as (key, value) pairs.
     delimiter / missing_values: how the CSV files are written ([csv]): the field delimiter, and
@@ -150,6 +151,8 @@ class DatasetSpec:
     train_steps: int | None = None
     epochs: int | None = None
     per_replica_batch_size: int | None = None
+    learning_rate: float | None = None
+    weight_decay: float | None = None
     early_stopping_patience: int | None = None
     refit_factor: float | None = None
     lr_floor: float | None = None

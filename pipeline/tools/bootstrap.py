@@ -140,6 +140,19 @@ NETWORK_SIZES = (
     NetworkSize(LARGE_DATA_ROWS, _DEFAULT_NETWORK.hidden_units, 0.1, 0.0001,
                 "many rows: light penalties"),
 )
+# A multiclass label below SMALL_DATA_ROWS training rows, with a validation slice to stop on,
+# takes TabM's published defaults (Gorishniy et al., ICLR 2025) in place of NETWORK_SIZES and
+# the Trainer's optimizer: TABM_MEMBERS members sharing three layers of 512, dropout 0.1, no L2,
+# and Adam at TABM_LEARNING_RATE with decoupled weight decay TABM_WEIGHT_DECAY. There the
+# default network trailed the trees by more than their spread, and the recipe's several times
+# the training time is minutes; docs/trainer-and-tpu.md ("TabM's defaults on small multiclass
+# data") has the runs.
+TABM_NETWORK = NetworkSize(0, (512, 512, 512), 0.1, 0.0,
+                           f"TabM's published defaults: a multiclass label below "
+                           f"{SMALL_DATA_ROWS:,} training rows")
+TABM_MEMBERS = 32
+TABM_LEARNING_RATE = 0.002
+TABM_WEIGHT_DECAY = 0.0003
 POSITIVE_WORDS = {"yes", "y", "true", "t", "1"}  # a binary label's positive class, in any case
 DISTINCT_CAP = 100_000  # distinct values kept per column while scanning
 CHANCE_AUC = 0.5  # a binary model's AUC when its scores rank nothing
@@ -456,9 +469,10 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     fraction = validation_fraction(train_rows)
     slice_rows = validation_slice(train_rows)
     batch, epochs = training_budget(train_rows, validated=bool(slice_rows))
-    size = network_size(train_rows)
+    tabm = takes_tabm_defaults(task, train_rows, validated=bool(slice_rows))
+    size = TABM_NETWORK if tabm else network_size(train_rows)
     buckets = pair_buckets(train_rows)
-    members = ensemble_size(task, train_rows)
+    members = TABM_MEMBERS if tabm else ensemble_size(task, train_rows)
     # Without a slice nothing stops early and nothing is refitted: the spec says so.
     refit = refit_factor(train_rows) if slice_rows else 0.0
     patience = early_stopping_patience(train_rows) if slice_rows else 0
@@ -470,6 +484,8 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
             # share of the eval rows its answers happen to get right.
             **({"auc": {"min": CHANCE_AUC}} if task == tasks.BINARY else {})}},
         "training": {"epochs": epochs, "per_replica_batch_size": batch,
+                     **({"learning_rate": TABM_LEARNING_RATE,
+                         "weight_decay": TABM_WEIGHT_DECAY} if tabm else {}),
                      "early_stopping_patience": patience, "refit_factor": refit,
                      **({"lr_floor": LR_FLOOR, "validation_fraction": fraction}
                         if slice_rows else {})},
@@ -523,7 +539,9 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     decisions.append(f"  network: layers {list(size.hidden_units)}, embeddings of "
                      f"{EMBEDDING_DIM}, dropout {size.dropout}, l2 {size.l2} ({size.why}), "
                      f"{buckets} rows per pair of categories, "
-                     + (f"{members} members sharing it" if members > 1 else "one member"))
+                     + (f"{members} members sharing it" if members > 1 else "one member")
+                     + (f"; Adam at {TABM_LEARNING_RATE:g} with weight decay "
+                        f"{TABM_WEIGHT_DECAY:g}" if tabm else ""))
     return schema, datasets.spec_text(values, notes, header), decisions
 
 
@@ -555,6 +573,10 @@ def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshol
             f"{SMALL_DATA_VALIDATION_FRACTION:g}",
             f"below {SMALL_DATA_ROWS:,} training rows and {DataConfig().validation_fraction:g} "
             "from there on."],
+        "training.learning_rate": [
+            "Adam's rate at this batch, and the decay of every weight apart from the gradient,",
+            "as TabM publishes them: make dataset writes them for a multiclass label below",
+            f"{SMALL_DATA_ROWS:,} training rows, with TabM's network below."],
         "training.lr_floor": [
             "The learning rate's cosine decay ends at this share of its peak instead of 0, so a",
             "fit still improving at the budget's end was learning at a real rate."],
@@ -569,7 +591,8 @@ def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshol
         "model.ensemble_size": [
             "members that share the MLP, each with its own head; their mean answers. make dataset",
             f"writes {BINARY_ENSEMBLE_SIZE} for a binary label below {LARGE_DATA_ROWS:,} training "
-            "rows and 1 otherwise."],
+            f"rows, {TABM_MEMBERS} for a multiclass", f"label below {SMALL_DATA_ROWS:,} "
+            "(TabM's defaults) and 1 otherwise."],
         "csv": ["How the files are written (make dataset read them so)."],
     }
 
@@ -617,6 +640,13 @@ def ensemble_size(task: str, train_rows: int) -> int:
     else 1. On a multiclass dataset and on one of two regression datasets it scored lower; on
     large data it is untried, and a CPU epoch of minutes would take several times as long."""
     return BINARY_ENSEMBLE_SIZE if task == tasks.BINARY and train_rows < LARGE_DATA_ROWS else 1
+
+
+def takes_tabm_defaults(task: str, train_rows: int, validated: bool) -> bool:
+    """Whether this dataset takes TabM's published defaults (TABM_NETWORK and the rest): a
+    multiclass label below SMALL_DATA_ROWS training rows, with a validation slice, as TabM's
+    own runs stop early on one (its learning rate is four times the Trainer's)."""
+    return task == tasks.MULTICLASS and validated and train_rows < SMALL_DATA_ROWS
 
 
 def refit_factor(train_rows: int) -> float:
