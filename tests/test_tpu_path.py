@@ -19,6 +19,7 @@ import tensorflow as tf
 from tensorflow.python.tpu import tpu_system_metadata
 from tfx.components.trainer.fn_args_utils import FnArgs
 
+from pipeline.tools import bootstrap
 from trainer_module import keys, plan, run, strategy, tool_tpu_step
 from trainer_module.config import ENSEMBLE_KINDS, TrainerConfig
 from trainer_module.executor import RAW_EVAL_FILES_KEY
@@ -252,6 +253,24 @@ def test_an_ensembles_step_compiles_with_xla_in_bfloat16(transformed_data, kind)
     assert report.xla_ok, report.xla_error
     assert report.traces == 1 and report.steps_run == 16 and report.ready
     assert report.precision == "mixed_bfloat16"
+
+
+def test_tabms_defaults_step_compiles_with_xla_in_bfloat16(transformed_data):
+    """The network and optimizer `make dataset` writes for small multiclass data (TabM's
+    published defaults, with decoupled weight decay) keep the step TPU-shaped too."""
+    network = bootstrap.TABM_NETWORK
+    report = tool_tpu_step.check(
+        transformed_data.transform_dir, transformed_data.train_files,
+        TrainerConfig.create(per_replica_batch_size=8, steps_per_execution=4,
+                             hidden_units=network.hidden_units, dropout=network.dropout,
+                             l2=network.l2, ensemble_size=bootstrap.TABM_MEMBERS,
+                             learning_rate=bootstrap.TABM_LEARNING_RATE,
+                             weight_decay=bootstrap.TABM_WEIGHT_DECAY),
+        transformed_data.spec, steps=16)
+    assert report.xla_ok, report.xla_error
+    assert report.traces == 1 and report.steps_run == 16 and report.ready
+    assert report.precision == "mixed_bfloat16"
+    assert f"weight decay {bootstrap.TABM_WEIGHT_DECAY:g}" in report.learning_rate
 
 
 def test_budget_verdict_names_the_waiting_share():

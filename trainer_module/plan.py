@@ -211,16 +211,16 @@ class TrainingPlan:
             f"{self.peak_learning_rate:.6g} ({self.config.training.lr_scaling} scaling from "
             f"{self.config.training.learning_rate:g} at batch "
             f"{self.config.training.reference_batch_size}, warmup {self.warmup_steps} steps, "
-            f"decay {self.describe_decay()}"
-            + (f", weight decay {self.config.training.weight_decay:g}"
-               if self.config.training.weight_decay else "") + ")"
+            f"decay {self.describe_decay()})"
         )
 
     def describe_decay(self) -> str:
+        """The rate's decay, and the weights' decoupled decay when there is one."""
         training = self.config.training
-        if training.lr_decay == "cosine" and training.lr_floor:
-            return f"cosine to {training.lr_floor:g} of the peak"
-        return training.lr_decay
+        rate = (f"cosine to {training.lr_floor:g} of the peak"
+                if training.lr_decay == "cosine" and training.lr_floor else training.lr_decay)
+        return rate + (f", weight decay {training.weight_decay:g}"
+                       if training.weight_decay else "")
 
     def learning_rate(self, train_steps: int | None = None) -> LearningRate:
         """The rate's schedule over `train_steps` steps (default: the plan's): its warmup is

@@ -148,8 +148,7 @@ NETWORK_SIZES = (
 # the training time is minutes; docs/trainer-and-tpu.md ("TabM's defaults on small multiclass
 # data") has the runs.
 TABM_NETWORK = NetworkSize(0, (512, 512, 512), 0.1, 0.0,
-                           f"TabM's published defaults: a multiclass label below "
-                           f"{SMALL_DATA_ROWS:,} training rows")
+                           "TabM's published defaults, for small multiclass data")
 TABM_MEMBERS = 32
 TABM_LEARNING_RATE = 0.002
 TABM_WEIGHT_DECAY = 0.0003
