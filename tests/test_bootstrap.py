@@ -139,11 +139,15 @@ def test_small_data_is_refitted_on_every_training_row_and_large_data_is_not():
     TrainerConfig.create(refit_factor=bootstrap.REFIT_FACTOR)  # a value the Trainer accepts
 
 
-def test_small_binary_data_gets_an_ensemble_and_other_data_one_mlp():
+def test_binary_and_multiclass_data_below_large_data_get_an_ensemble_and_others_one_mlp():
+    large = bootstrap.LARGE_DATA_ROWS
     assert bootstrap.ensemble_size(tasks.BINARY, 0) == bootstrap.ensemble_size(
-        tasks.BINARY, bootstrap.LARGE_DATA_ROWS - 1) == bootstrap.BINARY_ENSEMBLE_SIZE > 1
-    assert bootstrap.ensemble_size(tasks.BINARY, bootstrap.LARGE_DATA_ROWS) == 1
-    assert bootstrap.ensemble_size(tasks.MULTICLASS, 1000) == 1
+        tasks.BINARY, large - 1) == bootstrap.BINARY_ENSEMBLE_SIZE > 1
+    assert bootstrap.ensemble_size(tasks.BINARY, large) == 1
+    assert bootstrap.ensemble_size(tasks.MULTICLASS, 1000) == bootstrap.ensemble_size(
+        tasks.MULTICLASS, large - 1) == bootstrap.TABM_MEMBERS > 1
+    assert bootstrap.ensemble_size(tasks.MULTICLASS, 1000, validated=False) == 1
+    assert bootstrap.ensemble_size(tasks.MULTICLASS, large) == 1
     assert bootstrap.ensemble_size(tasks.REGRESSION, 1000) == 1
     ModelConfig(ensemble_size=bootstrap.BINARY_ENSEMBLE_SIZE)  # a value the Trainer accepts
 
@@ -153,7 +157,7 @@ def test_small_binary_data_gets_an_ensemble_and_other_data_one_mlp():
     (300, "multiclass", False),     # no slice to stop on
     (900, "binary", False)])
 def test_small_multiclass_data_takes_tabms_published_defaults(tmp_path, rows, task, tabm):
-    """TabM's network and optimizer are written for a multiclass label below SMALL_DATA_ROWS
+    """TabM's network and optimizer are written for a multiclass label below LARGE_DATA_ROWS
     training rows with a validation slice, and reach the Trainer's settings; other data keeps
     the sized network and the Trainer's optimizer."""
     rng = random.Random(rows)
@@ -180,7 +184,7 @@ def test_small_multiclass_data_takes_tabms_published_defaults(tmp_path, rows, ta
         assert written[4:] == (None, None)
         defaults = TrainerConfig().training
         assert used[4:] == (defaults.learning_rate, defaults.weight_decay)
-        assert used[3] == bootstrap.ensemble_size(task, rows * 2 // 3)
+        assert used[3] == (1 if task == "multiclass" else bootstrap.BINARY_ENSEMBLE_SIZE)
 
 
 def test_small_data_waits_longer_for_a_lower_validation_loss_than_large_data():

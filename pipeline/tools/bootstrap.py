@@ -140,15 +140,14 @@ NETWORK_SIZES = (
     NetworkSize(LARGE_DATA_ROWS, _DEFAULT_NETWORK.hidden_units, 0.1, 0.0001,
                 "many rows: light penalties"),
 )
-# A multiclass label below SMALL_DATA_ROWS training rows, with a validation slice to stop on,
+# A multiclass label below LARGE_DATA_ROWS training rows, with a validation slice to stop on,
 # takes TabM's published defaults (Gorishniy et al., ICLR 2025) in place of NETWORK_SIZES and
 # the Trainer's optimizer: TABM_MEMBERS members sharing three layers of 512, dropout 0.1, no L2,
-# and Adam at TABM_LEARNING_RATE with decoupled weight decay TABM_WEIGHT_DECAY. There the
-# default network trailed the trees by more than their spread, and the recipe's several times
-# the training time is minutes; docs/trainer-and-tpu.md ("TabM's defaults on small multiclass
-# data") has the runs.
+# and Adam at TABM_LEARNING_RATE with decoupled weight decay TABM_WEIGHT_DECAY. It raised the
+# accuracy of both such datasets in the quality suite, for several times the training time;
+# docs/trainer-and-tpu.md ("TabM's published defaults on multiclass data") has the runs.
 TABM_NETWORK = NetworkSize(0, (512, 512, 512), 0.1, 0.0,
-                           "TabM's published defaults, for small multiclass data")
+                           "TabM's published defaults, for multiclass data")
 TABM_MEMBERS = 32
 TABM_LEARNING_RATE = 0.002
 TABM_WEIGHT_DECAY = 0.0003
@@ -471,7 +470,7 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     tabm = takes_tabm_defaults(task, train_rows, validated=bool(slice_rows))
     size = TABM_NETWORK if tabm else network_size(train_rows)
     buckets = pair_buckets(train_rows)
-    members = TABM_MEMBERS if tabm else ensemble_size(task, train_rows)
+    members = ensemble_size(task, train_rows, validated=bool(slice_rows))
     # Without a slice nothing stops early and nothing is refitted: the spec says so.
     refit = refit_factor(train_rows) if slice_rows else 0.0
     patience = early_stopping_patience(train_rows) if slice_rows else 0
@@ -575,7 +574,7 @@ def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshol
         "training.learning_rate": [
             "Adam's rate at this batch, and the decay of every weight apart from the gradient,",
             "as TabM publishes them: make dataset writes them for a multiclass label below",
-            f"{SMALL_DATA_ROWS:,} training rows, with TabM's network below."],
+            f"{LARGE_DATA_ROWS:,} training rows, with TabM's network below."],
         "training.lr_floor": [
             "The learning rate's cosine decay ends at this share of its peak instead of 0, so a",
             "fit still improving at the budget's end was learning at a real rate."],
@@ -590,7 +589,7 @@ def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshol
         "model.ensemble_size": [
             "members that share the MLP, each with its own head; their mean answers. make dataset",
             f"writes {BINARY_ENSEMBLE_SIZE} for a binary label below {LARGE_DATA_ROWS:,} training "
-            f"rows, {TABM_MEMBERS} for a multiclass", f"label below {SMALL_DATA_ROWS:,} "
+            f"rows, {TABM_MEMBERS} for a multiclass", f"label below {LARGE_DATA_ROWS:,} "
             "(TabM's defaults) and 1 otherwise."],
         "csv": ["How the files are written (make dataset read them so)."],
     }
@@ -632,20 +631,25 @@ def pair_buckets(train_rows: int) -> int:
     return rows
 
 
-def ensemble_size(task: str, train_rows: int) -> int:
+def ensemble_size(task: str, train_rows: int, validated: bool = True) -> int:
     """ensemble_size for this task and this many training rows: BINARY_ENSEMBLE_SIZE for a
     binary label below LARGE_DATA_ROWS, where the members' mean raised the AUC on four of the
     quality suite's six binary datasets (their mean AUC by 0.0062) and an epoch costs seconds;
-    else 1. On a multiclass dataset and on one of two regression datasets it scored lower; on
-    large data it is untried, and a CPU epoch of minutes would take several times as long."""
+    TABM_MEMBERS where TabM's defaults apply (`takes_tabm_defaults`); else 1. Eight members on
+    the default network scored lower on a multiclass dataset and on one of two regression
+    datasets; on large data they are untried, and a CPU epoch of minutes would take several
+    times as long."""
+    if takes_tabm_defaults(task, train_rows, validated):
+        return TABM_MEMBERS
     return BINARY_ENSEMBLE_SIZE if task == tasks.BINARY and train_rows < LARGE_DATA_ROWS else 1
 
 
 def takes_tabm_defaults(task: str, train_rows: int, validated: bool) -> bool:
     """Whether this dataset takes TabM's published defaults (TABM_NETWORK and the rest): a
-    multiclass label below SMALL_DATA_ROWS training rows, with a validation slice, as TabM's
-    own runs stop early on one (its learning rate is four times the Trainer's)."""
-    return task == tasks.MULTICLASS and validated and train_rows < SMALL_DATA_ROWS
+    multiclass label below LARGE_DATA_ROWS training rows, with a validation slice, as TabM's
+    own runs stop early on one (its learning rate is four times the Trainer's). On large data
+    it is untried, and a CPU epoch of minutes would take several times as long."""
+    return task == tasks.MULTICLASS and validated and train_rows < LARGE_DATA_ROWS
 
 
 def refit_factor(train_rows: int) -> float:
