@@ -194,7 +194,8 @@ class TrainingConfig:
       apart from the gradient (decoupled weight decay, Loshchilov & Hutter, ICLR 2019, as
       PyTorch's and Keras' AdamW apply it); TabM's published defaults use 0.0003 with no L2.
       Unlike the model's l2, which adds to the loss and so passes through Adam's per-weight
-      scaling, it shrinks large and small weights alike. 0: plain Adam.
+      scaling, it takes the same share off every weight, whatever the scale of its gradients;
+      every variable decays, embeddings and biases too. 0: plain Adam.
     label_smoothing: classification only: the loss sees each label moved this share toward
       the uniform answer (1 - s on the true class plus s / classes on every class), so the
       model is not pushed toward certainty on rows it has already learned (RealMLP,
