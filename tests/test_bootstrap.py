@@ -139,8 +139,9 @@ def test_small_data_is_refitted_on_every_training_row_and_large_data_is_not():
     TrainerConfig.create(refit_factor=bootstrap.REFIT_FACTOR)  # a value the Trainer accepts
 
 
-def test_binary_and_multiclass_data_below_large_data_get_an_ensemble_and_others_one_mlp():
+def test_binary_multiclass_and_small_regression_data_get_an_ensemble_and_others_one_mlp():
     large = bootstrap.LARGE_DATA_ROWS
+    small_regression = bootstrap.TABM_ROWS[tasks.REGRESSION]
     assert bootstrap.ensemble_size(tasks.BINARY, 0) == bootstrap.ensemble_size(
         tasks.BINARY, large - 1) == bootstrap.BINARY_ENSEMBLE_SIZE > 1
     assert bootstrap.ensemble_size(tasks.BINARY, large) == 1
@@ -148,22 +149,29 @@ def test_binary_and_multiclass_data_below_large_data_get_an_ensemble_and_others_
         tasks.MULTICLASS, large - 1) == bootstrap.TABM_MEMBERS > 1
     assert bootstrap.ensemble_size(tasks.MULTICLASS, 1000, validated=False) == 1
     assert bootstrap.ensemble_size(tasks.MULTICLASS, large) == 1
-    assert bootstrap.ensemble_size(tasks.REGRESSION, 1000) == 1
+    assert bootstrap.ensemble_size(tasks.REGRESSION, 1000) == bootstrap.ensemble_size(
+        tasks.REGRESSION, small_regression - 1) == bootstrap.TABM_MEMBERS
+    assert bootstrap.ensemble_size(tasks.REGRESSION, small_regression) == 1
+    assert bootstrap.ensemble_size(tasks.REGRESSION, 1000, validated=False) == 1
     ModelConfig(ensemble_size=bootstrap.BINARY_ENSEMBLE_SIZE)  # a value the Trainer accepts
 
 
 @pytest.mark.parametrize("rows, task, tabm", [
     (900, "multiclass", True),      # 600 training rows, a slice of 120
     (300, "multiclass", False),     # no slice to stop on
+    (900, "regression", True),
     (900, "binary", False)])
-def test_small_multiclass_data_takes_tabms_published_defaults(tmp_path, rows, task, tabm):
-    """TabM's network and optimizer are written for a multiclass label below LARGE_DATA_ROWS
-    training rows with a validation slice, and reach the Trainer's settings; other data keeps
-    the sized network and the Trainer's optimizer."""
+def test_small_multiclass_and_regression_data_take_tabms_published_defaults(tmp_path, rows, task,
+                                                                            tabm):
+    """TabM's network and optimizer are written for a multiclass or regression label below
+    its TABM_ROWS training rows with a validation slice, and reach the Trainer's settings;
+    other data keeps the sized network and the Trainer's optimizer."""
     rng = random.Random(rows)
-    labels = ["a", "b", "c"] if task == "multiclass" else ["a", "b"]
-    spec = _made(tmp_path, "small", [{"x": f"{rng.gauss(0, 1):.3f}", "y": rng.choice(labels)}
-                                     for _ in range(rows)], "y", task)
+    labels = {"multiclass": ["a", "b", "c"], "binary": ["a", "b"]}.get(task)
+    spec = _made(tmp_path, "small", [
+        {"x": f"{rng.gauss(0, 1):.3f}",
+         "y": rng.choice(labels) if labels else f"{rng.gauss(5, 2):.3f}"}
+        for _ in range(rows)], "y", task)
     trainer = configure(from_env({"DATASET": str(tmp_path / "small")})).trainer
     written = (spec["model"]["hidden_units"], spec["model"]["dropout"], spec["model"]["l2"],
                spec["model"]["ensemble_size"], spec["training"].get("learning_rate"),
