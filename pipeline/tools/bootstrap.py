@@ -147,8 +147,7 @@ NETWORK_SIZES = (
 # accuracy of both multiclass datasets in the quality suite and lowered the RMSE of both
 # regression datasets tried below 10,000 training rows; on those of 18,774 and 25,252 rows it
 # did no better than NETWORK_SIZES, and on binary labels it did not win. It takes several times
-# the training time. docs/trainer-and-tpu.md ("TabM's
-# published defaults") has the runs.
+# the training time. docs/trainer-and-tpu.md ("TabM's published defaults") has the runs.
 TABM_ROWS = {tasks.MULTICLASS: LARGE_DATA_ROWS, tasks.REGRESSION: 10_000}
 TABM_NETWORK = NetworkSize(0, (512, 512, 512), 0.1, 0.0, "TabM's published defaults")
 TABM_MEMBERS = 32
