@@ -17,6 +17,7 @@ from pipeline.pipeline_config import configure
 from pipeline.tools import bootstrap
 from trainer_module import tasks
 from trainer_module.config import ModelConfig, TrainerConfig
+from trainer_module.features import NUMERIC_BINS
 from trainer_module.missing import folded
 
 
@@ -193,6 +194,42 @@ def test_small_multiclass_and_regression_data_take_tabms_published_defaults(tmp_
         defaults = TrainerConfig().training
         assert used[4:] == (defaults.learning_rate, defaults.weight_decay)
         assert used[3] == (1 if task == "multiclass" else bootstrap.BINARY_ENSEMBLE_SIZE)
+
+
+def test_numbers_keep_their_quantile_bins_within_one_bin_per_hundred_training_rows():
+    """Two numbers' 32 bins fit 3,200 training rows and not 3,199; past the budget every number
+    loses its bins, and an integer's number view and the other roles stay as they were."""
+    roles = {"a": ({"role": "zscore"}, "numbers"), "b": ({"role": "log_zscore"}, "long tail"),
+             "n": ({"role": "integer", "range": [0, 9], "bins": 16}, "ten integers"),
+             "c": ({"role": "vocabulary"}, "strings")}
+    budget = 2 * NUMERIC_BINS * bootstrap.ROWS_PER_BIN
+    assert bootstrap.bins_within_budget(roles, budget) == roles
+    cut = bootstrap.bins_within_budget(roles, budget - 1)
+    assert {name: entry.get("bins") for name, (entry, _) in cut.items()} == {
+        "a": 0, "b": 0, "n": 16, "c": None}
+    assert cut["a"][1].startswith("numbers; no quantile bins: 2 numbers")
+
+
+@pytest.mark.parametrize("task, tabm", [("binary", False), ("regression", True)])
+def test_the_sized_network_reads_numbers_without_bins_the_rows_cannot_train(tmp_path, task,
+                                                                          tabm):
+    """600 training rows: the sized network reads a number without its quantile bins, TabM's
+    defaults with them. The loaded spec, which Transform reads, carries the same bins, and the
+    spec's own name is untouched by its columns'."""
+    rng = random.Random(7)
+    spec = _made(tmp_path, "amounts", [
+        {"amount": f"{rng.gauss(0, 1):.4f}",
+         "y": rng.choice(["a", "b"]) if task == "binary" else f"{rng.gauss(5, 2):.3f}"}
+        for _ in range(900)], "y", task)
+    amount = spec["features"]["amount"]
+    assert amount["role"] == "zscore"
+    assert ("bins" not in amount) if tabm else (amount["bins"] == 0)
+    assert ("no quantile bins" in amount["why"]) != tabm
+    loaded, _ = datasets.load_spec(str(tmp_path / "amounts"))
+    assert {f.column: f.params["bins"] for f in loaded.features} == {
+        "amount": NUMERIC_BINS if tabm else 0}
+    assert "make run DATASET=amounts " in (tmp_path / "amounts" / datasets.SPEC_FILE).read_text(
+        encoding="utf-8")
 
 
 def test_small_data_waits_longer_for_a_lower_validation_loss_than_large_data():

@@ -77,6 +77,16 @@ INTEGER_RANGE_MAX = 1000
 INTEGER_NUMBER_BINS = NUMERIC_BINS
 # Non-negative numbers this skewed have a long right tail: log them first.
 LONG_TAIL_SKEW = 2.0
+# The sized network (NETWORK_SIZES) reads the numbers (zscore, log_zscore) with NUMERIC_BINS
+# quantile bins each while all their bins come to at most one per ROWS_PER_BIN training rows;
+# past that, each number is its z-score alone (`bins = 0`): the bins were more inputs than the
+# rows could train. Without them credit-data, credit-data-messy and lending-club (23 to 45
+# training rows per bin) scored higher; stackoverflow (119) scored lower. An integer's number
+# view keeps its bins (INTEGER_NUMBER_BINS), and TabM's published defaults keep them on every
+# number: both were measured with them. docs/trainer-and-tpu.md ("Quantile bins within a
+# budget") has the runs.
+NUMBER_ROLES = ("zscore", "log_zscore")
+ROWS_PER_BIN = 100
 MAX_CLASSES = 1000
 # The training budget `make dataset` writes: about this many steps, in whole epochs.
 TRAIN_STEPS_TARGET = 20_000
@@ -336,6 +346,22 @@ def role_for(column: Column, type_name: str) -> tuple[dict, str]:
     return {"role": "zscore"}, f"numbers in [{low:.3g}, {high:.3g}], mean {mean:.3g}"
 
 
+def bins_within_budget(roles: dict[str, tuple[dict, str]], train_rows: int
+                       ) -> dict[str, tuple[dict, str]]:
+    """`roles` (column → (entry, why)) for the sized network: its numbers keep their quantile
+    bins if all of them come to at most one per ROWS_PER_BIN training rows, else each number
+    is written with `bins = 0`, the reason beside it."""
+    numbers = [name for name, (entry, _) in roles.items()
+               if entry["role"] in NUMBER_ROLES and "bins" not in entry]
+    bins = len(numbers) * NUMERIC_BINS
+    if bins * ROWS_PER_BIN <= train_rows:
+        return roles
+    why = (f"; no quantile bins: {len(numbers)} numbers with {NUMERIC_BINS} each would be more "
+           f"than one bin per {ROWS_PER_BIN} of the {train_rows} training rows")
+    return {name: ({**entry, "bins": 0}, f"{why_before}{why}") if name in numbers
+            else (entry, why_before) for name, (entry, why_before) in roles.items()}
+
+
 def _row_index(column: Column) -> bool:
     """An R or pandas export's row names or index: an integer in every row, strictly
     increasing in file order (with gaps where rows were filtered out), counting from near 0
@@ -420,12 +446,16 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
                          "value in any row (a spreadsheet's trailing columns): dropped")
     features: dict[str, list[dict]] = {}
     notes: dict[str, list[str]] = {}
-    for column in columns.values():
-        if column.name == label:
-            continue
-        entry, why = role_for(column, types[column.name])
-        features[column.name] = [{**entry, "why": why}]
-        decisions.append(f"  {column.name:<28} {entry['role']:<11} {why}")
+    train_rows = keys.train_share(label_column.present)
+    slice_rows = validation_slice(train_rows)
+    tabm = takes_tabm_defaults(task, train_rows, validated=bool(slice_rows))
+    roles = {column.name: role_for(column, types[column.name])
+             for column in columns.values() if column.name != label}
+    if not tabm:
+        roles = bins_within_budget(roles, train_rows)
+    for column_name, (entry, why) in roles.items():
+        features[column_name] = [{**entry, "why": why}]
+        decisions.append(f"  {column_name:<28} {entry['role']:<11} {why}")
     label_table: dict = {"column": label, "task": task,
                          "missing": "drop" if label_column.missing else "stop"}
     if label_column.missing:
@@ -465,11 +495,8 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
                       f"Jensen-Shannon for numbers) before the run stops: {drift_why}.",
                       "A column listed under warn_only is reported and does not stop it."]
     decisions.append(f"  drift: thresholds {drift_why}")
-    train_rows = keys.train_share(label_column.present)
     fraction = validation_fraction(train_rows)
-    slice_rows = validation_slice(train_rows)
     batch, epochs = training_budget(train_rows, validated=bool(slice_rows))
-    tabm = takes_tabm_defaults(task, train_rows, validated=bool(slice_rows))
     size = TABM_NETWORK if tabm else network_size(train_rows)
     buckets = pair_buckets(train_rows)
     members = ensemble_size(task, train_rows, validated=bool(slice_rows))
