@@ -82,9 +82,9 @@ LONG_TAIL_SKEW = 2.0
 # past that, each number is its z-score alone (`bins = 0`): the bins were more inputs than the
 # rows could train. Without them credit-data, credit-data-messy and lending-club (23 to 45
 # training rows per bin) scored higher; stackoverflow (119) scored lower. An integer's number
-# view keeps its bins (INTEGER_NUMBER_BINS), and TabM's published defaults keep them on every
-# number: both were measured with them. docs/trainer-and-tpu.md ("Quantile bins within a
-# budget") has the runs.
+# view keeps its bins (INTEGER_NUMBER_BINS), as measured. TabM's published defaults keep them
+# on every number: on hpc-data (45 rows per bin) they scored lower without them.
+# docs/trainer-and-tpu.md ("Quantile bins within a budget") has the runs.
 NUMBER_ROLES = ("zscore", "log_zscore")
 ROWS_PER_BIN = 100
 MAX_CLASSES = 1000
