@@ -351,8 +351,7 @@ def bins_within_budget(roles: dict[str, tuple[dict, str]], train_rows: int
     """`roles` (column → (entry, why)) for the sized network: its numbers keep their quantile
     bins if all of them come to at most one per ROWS_PER_BIN training rows, else each number
     is written with `bins = 0`, the reason beside it."""
-    numbers = [name for name, (entry, _) in roles.items()
-               if entry["role"] in NUMBER_ROLES and "bins" not in entry]
+    numbers = [name for name, (entry, _) in roles.items() if entry["role"] in NUMBER_ROLES]
     bins = len(numbers) * NUMERIC_BINS
     if bins * ROWS_PER_BIN <= train_rows:
         return roles
