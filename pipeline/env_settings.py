@@ -115,6 +115,7 @@ TRAINER_VARIABLES = {
     "VALIDATION_FOLDS": ("validation_folds", _env_int),
     "ENSEMBLE_SIZE": ("ensemble_size", _env_int),
     "ENSEMBLE_KIND": ("ensemble_kind", _env_str),
+    "WIDE": ("wide", _env_bool),
     "SEED": ("seed", _env_int),
     "WARM_START": ("warm_start", _env_bool),
     "STRATEGY": ("strategy", _env_str),

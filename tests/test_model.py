@@ -16,6 +16,8 @@ from trainer_module.config import TrainerConfig
 from trainer_module.dataset_spec import from_dict
 from trainer_module.features import CATEGORY, FLOAT, PACKED_NAMES
 from trainer_module.model import (
+    WIDE_LAYER,
+    WIDE_STEP,
     Ensemble,
     build_model,
     category_sizes,
@@ -489,3 +491,38 @@ def test_label_smoothing_moves_the_loss_labels_toward_the_uniform_answer(task_da
         losses[smoothing] = float(model.compute_loss(y=labels, y_pred=tf.constant(predicted)))
     assert losses[0.1] == pytest.approx(expected, rel=1e-4)
     assert abs(losses[0.1] - losses[0.0]) > 1e-3
+
+
+@pytest.mark.parametrize("members", [1, 4])
+def test_the_wide_part_adds_a_value_per_category_id_to_the_logits(task_data, members, tmp_path):
+    """ModelConfig.wide: each single-id category's own learned value per output, summed and
+    added to the head's logits (to the scaled target for regression) before the activation;
+    the table starts at 0, so an untrained wide part changes nothing. With the deep part's
+    head silenced, the model answers the wide part's sum alone, in every member."""
+    spec = task_data.spec
+    scale = (12.5, 10.0) if spec.task == "regression" else (0.0, 1.0)
+    config = TrainerConfig.create(hidden_units=(128,), ensemble_size=members, wide=True,
+                                  dropout=0.0)
+    model = _model(task_data, config, scale)
+    sizes = category_sizes(spec, _tft(task_data))
+    singles = [o.name for o in spec.model_outputs() if o.kind == CATEGORY and not o.group]
+    units = spec.num_classes if spec.task == "multiclass" else 1
+    wide = model.get_layer(WIDE_LAYER)
+    (table,) = wide.get_weights()
+    assert singles and table.shape == (sum(sizes[name] for name in singles), units)
+    assert not table.any()
+    head = model.get_layer("head")
+    head.set_weights([np.zeros_like(w) for w in head.get_weights()])
+    table = np.random.default_rng(0).normal(size=table.shape).astype(np.float32)
+    wide.set_weights([table])
+    batch = next(iter(tf.data.TFRecordDataset(task_data.train_files, "GZIP").batch(8)))
+    inputs = model_inputs(tf.io.parse_example(batch, _tft(task_data).transformed_feature_spec()),
+                          spec)
+    offsets = np.cumsum([0] + [sizes[name] for name in singles])[:-1]
+    logits = WIDE_STEP * sum(table[offset + inputs[name].numpy()]
+                             for offset, name in zip(offsets, singles, strict=True))
+    expected = {"binary": lambda z: 1 / (1 + np.exp(-z)),
+                "multiclass": lambda z: np.exp(z) / np.exp(z).sum(axis=1, keepdims=True),
+                "regression": lambda z: scale[0] + scale[1] * z}[spec.task](logits)
+    np.testing.assert_allclose(model(inputs).numpy(), expected, rtol=1e-5, atol=1e-6)
+    _assert_export_answers_as(task_data, model, config, scale, tmp_path)

@@ -243,12 +243,13 @@ def test_train_step_compiles_with_xla_and_traces_once(task_data):
 
 @pytest.mark.parametrize("kind", ENSEMBLE_KINDS)
 def test_an_ensembles_step_compiles_with_xla_in_bfloat16(transformed_data, kind):
-    """Either kind of members (ModelConfig.ensemble_size, ensemble_kind) keeps the step
-    TPU-shaped: static shapes, one trace, bfloat16 compute under XLA."""
+    """Either kind of members (ModelConfig.ensemble_size, ensemble_kind), with the wide part
+    (ModelConfig.wide), keeps the step TPU-shaped: static shapes, one trace, bfloat16 compute
+    under XLA."""
     report = tool_tpu_step.check(
         transformed_data.transform_dir, transformed_data.train_files,
         TrainerConfig.create(per_replica_batch_size=32, steps_per_execution=4, ensemble_size=8,
-                             ensemble_kind=kind),
+                             ensemble_kind=kind, wide=True),
         transformed_data.spec, steps=16)
     assert report.xla_ok, report.xla_error
     assert report.traces == 1 and report.steps_run == 16 and report.ready

@@ -115,6 +115,10 @@ class ModelConfig:
       as one batched matmul per layer, the same arithmetic as 'mini' with k times the hidden
       layers' weights. The L2 penalty on each member's weights is l2 / k, as each member's
       loss counts 1 / k of the step's.
+    wide: add to the head's logits one learned value per id of every single-id category
+      feature (the wide part of Wide & Deep, Cheng et al., 2016), started at 0, without
+      dropout or L2. What each category adds on its own is then one table away, as in a
+      linear model; the embeddings and the MLP learn what is left.
     """
 
     hidden_units: tuple[int, ...] = (256, 128)
@@ -126,6 +130,7 @@ class ModelConfig:
     l2: float = 0.001
     ensemble_size: int = 1
     ensemble_kind: str = "mini"
+    wide: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_units", tuple(self.hidden_units))
@@ -145,6 +150,7 @@ class ModelConfig:
         _check_fraction("l2", self.l2)
         _check_int("ensemble_size", self.ensemble_size, minimum=1)
         _check_choice("ensemble_kind", self.ensemble_kind)
+        _check_bool("wide", self.wide)
 
 
 @dataclasses.dataclass(frozen=True)

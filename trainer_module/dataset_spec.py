@@ -34,7 +34,7 @@ TRAINING_CONFIG_KEYS = ("learning_rate", "weight_decay", "early_stopping_patienc
 TRAINING_KEYS = (*BUDGET_KEYS, *TRAINING_CONFIG_KEYS, "window_spans")
 # The network a spec may give ([model]): ModelConfig's settings of the same names.
 MODEL_KEYS = ("hidden_units", "embedding_dim", "dropout", "l2", "cross_buckets",
-              "ensemble_size", "ensemble_kind")
+              "ensemble_size", "ensemble_kind", "wide")
 
 
 class SpecError(ValueError):

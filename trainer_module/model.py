@@ -21,6 +21,13 @@ from trainer_module.tf_names import tf_name
 
 # The layer of hashed category pairs: its table's size follows the vocabularies' sizes.
 PAIRS_LAYER = "category_pairs_embedding"
+# The layer of each category id's own term in the head's logits (ModelConfig.wide).
+WIDE_LAYER = "wide_logits"
+# The wide part answers this many times its table's weights. Adam steps each weight by about
+# the learning rate whatever its gradient, so at 0.0005 a weight takes thousands of steps to
+# reach a category's share of the logit (several units); scaled, a value moves ten times as
+# far per step, as the Wide & Deep paper gives its wide part an optimizer of its own.
+WIDE_STEP = 10.0
 
 # A regression head's (mean, std) of the label; classification heads ignore it.
 NO_SCALE = (0.0, 1.0)
@@ -125,10 +132,18 @@ def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
         if settings.dropout:
             x = tf_keras.layers.Dropout(settings.dropout, name=f"dropout_{i}")(x)
     name = spec.name or spec.task
+    wide = None
+    if settings.wide and singles:
+        units = spec.task_info.units(spec.num_classes)
+        wide = WideLogits([sizes[single] for single in singles], units,
+                          name=WIDE_LAYER)([inputs[single] for single in singles])
+        if members > 1:
+            # One term for every member: [batch, units] → [batch, 1, units].
+            wide = tf_keras.layers.Reshape((1, units), name="wide_per_member")(wide)
     if members == 1:
-        output = spec.task_info.head(spec.num_classes, label_scale)(x)
+        output = spec.task_info.head(spec.num_classes, label_scale, wide=wide)(x)
         return tf_keras.Model(inputs=inputs, outputs=output, name=name)
-    per_member = spec.task_info.head(spec.num_classes, label_scale, MemberDense)(x)
+    per_member = spec.task_info.head(spec.num_classes, label_scale, MemberDense, wide)(x)
     output = MemberMean(name=MEMBER_MEAN_LAYER)(per_member)
     return Ensemble(inputs=inputs, outputs=output, name=name)
 
@@ -303,6 +318,34 @@ class TokenMean(tf_keras.layers.Layer):
     def get_config(self) -> dict:
         return {**super().get_config(), "rows": self.rows, "dim": self.dim,
                 "regularizer": tf_keras.regularizers.serialize(self.regularizer)}
+
+
+class WideLogits(tf_keras.layers.Layer):
+    """[batch] ids of each of n category inputs → [batch, units]: the sum of one learned
+    value per id and output, as the wide part of Wide & Deep (Cheng et al., 2016) adds them
+    to the logits. All inputs share one table ([Σ sizes, units], each input its own block),
+    started at 0 so the model starts as the deep part alone; float32, as the head is. No L2
+    penalty: it would pull each id's value toward 0, away from the label's mean for that id,
+    which is what the table is for."""
+
+    def __init__(self, sizes: list[int], units: int, **kwargs) -> None:
+        super().__init__(dtype="float32", **kwargs)
+        self.sizes, self.units = sizes, units
+        self.offsets = list(itertools.accumulate(sizes, initial=0))[:-1]
+
+    def build(self, input_shape: list) -> None:
+        self.table = self.add_weight(name="table", shape=(sum(self.sizes), self.units),
+                                     initializer="zeros")
+        super().build(input_shape)
+
+    def call(self, ids: list[tf.Tensor]) -> tf.Tensor:
+        rows = tf.stack(ids, axis=1) + tf.constant(self.offsets, tf.int32)
+        return WIDE_STEP * tf.reduce_sum(tf.gather(self.table, rows), axis=1)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.pop("dtype", None)
+        return {**config, "sizes": self.sizes, "units": self.units}
 
 
 class PairEmbedding(tf_keras.layers.Layer):

@@ -48,24 +48,37 @@ class Task:
     prediction_key: str
     outputs: tuple[str, ...]
 
+    def units(self, num_classes: int) -> int:
+        """The head's outputs per row: one logit, or one per class."""
+        return num_classes if self.name == MULTICLASS else 1
+
     def head(self, num_classes: int, label_scale: tuple[float, float],
-             dense: Any = None) -> Any:
+             dense: Any = None, wide: Any = None) -> Any:
         """The output layer(s), float32 even under mixed precision so losses stay exact;
         `dense(units, activation=, dtype=, name=)` builds the last layer (default: Keras'
-        Dense; an ensemble's gives each member its own)."""
+        Dense; an ensemble's gives each member its own). `wide`, if given, is added to the
+        last layer's logits (or, for regression, to the scaled target) before the activation
+        (ModelConfig.wide)."""
         import tf_keras
 
         dense_layer = dense or tf_keras.layers.Dense
-        if self.name == BINARY:
-            return dense_layer(1, activation="sigmoid", dtype="float32", name="head")
-        if self.name == MULTICLASS:
-            return dense_layer(num_classes, activation="softmax", dtype="float32", name="head")
-        mean, std = label_scale
-        dense = dense_layer(1, dtype="float32", name="head")
-        # The network predicts the target scaled to mean 0 and variance 1; this fixed layer
-        # turns it back into the label's own units.
-        rescale = tf_keras.layers.Rescaling(std, offset=mean, dtype="float32", name="unscale")
-        return lambda x: rescale(dense(x))
+        units = self.units(num_classes)
+        activation = {BINARY: "sigmoid", MULTICLASS: "softmax"}.get(self.name)
+        if self.name == REGRESSION:
+            mean, std = label_scale
+            # The network predicts the target scaled to mean 0 and variance 1; this fixed
+            # layer turns it back into the label's own units.
+            last = tf_keras.layers.Rescaling(std, offset=mean, dtype="float32", name="unscale")
+        elif wide is None:
+            return dense_layer(units, activation=activation, dtype="float32", name="head")
+        else:
+            last = tf_keras.layers.Activation(activation, dtype="float32",
+                                              name="head_activation")
+        dense = dense_layer(units, dtype="float32", name="head")
+        if wide is None:
+            return lambda x: last(dense(x))
+        add = tf_keras.layers.Add(dtype="float32", name="deep_and_wide")
+        return lambda x: last(add([dense(x), wide]))
 
     def loss(self, regression_loss: str, label_scale: tuple[float, float],
              label_smoothing: float = 0.0) -> Any:
