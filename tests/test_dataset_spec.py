@@ -148,17 +148,17 @@ def test_spec_round_trips_and_custom_config_holds_only_what_transform_and_traine
 
 def test_the_specs_network_is_the_trainers_default_and_settings_win(tmp_path):
     sized = PENGUIN_SPEC + ("\n[model]\nhidden_units = [384, 128]\nembedding_dim = 6\n"
-                            "dropout = 0.2\nl2 = 0.0005\ncross_buckets = 0\n")
+                            "dropout = 0.2\nl2 = 0.0005\ncross_buckets = 0\nwide = true\n")
     config = _dataset(tmp_path, sized)
     spec = config.spec
     assert spec.model == (("hidden_units", (384, 128)), ("embedding_dim", 6), ("dropout", 0.2),
-                          ("l2", 0.0005), ("cross_buckets", 0))
+                          ("l2", 0.0005), ("cross_buckets", 0), ("wide", True))
     assert from_dict(spec.to_dict(), "spec.toml", spec.name) == spec
     # Sizes are the Trainer's settings, not Transform's: they stay out of its custom_config.
     assert spec.to_custom_config() == dataclasses.replace(spec, model=()).to_custom_config()
     model = configure(from_env({"DATASET": config.dataset})).trainer.model
     assert (model.hidden_units, model.embedding_dim, model.dropout, model.l2,
-            model.cross_buckets) == ((384, 128), 6, 0.2, 0.0005, 0)
+            model.cross_buckets, model.wide) == ((384, 128), 6, 0.2, 0.0005, 0, True)
     given = TrainerConfig.create(hidden_units=(128,))
     assert configure(from_env({"DATASET": config.dataset}), trainer=given).trainer == given
 
@@ -220,6 +220,7 @@ def test_a_bad_training_setting_names_the_key_and_the_expected_form(tmp_path, ke
     ("l2 = \"small\"", "model.l2 = 'small': expected a number in [0, 1)"),
     ("cross_buckets = 50000", "model.cross_buckets = 50000: expected at most 46340"),
     ("embedding_dim = 0", "model.embedding_dim = 0: expected a whole number >= 1"),
+    ("wide = 1", "model.wide = 1: expected true or false"),
     ("width = 3", "model.width = 3: expected only the keys hidden_units, embedding_dim, "
      "dropout, l2, cross_buckets"),
 ])
