@@ -134,7 +134,7 @@ def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
     name = spec.name or spec.task
     wide = None
     if settings.wide and singles:
-        units = spec.task_info.units(spec.num_classes)
+        units = spec.num_classes
         wide = WideLogits([sizes[single] for single in singles], units,
                           name=WIDE_LAYER)([inputs[single] for single in singles])
         if members > 1:

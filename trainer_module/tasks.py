@@ -48,10 +48,6 @@ class Task:
     prediction_key: str
     outputs: tuple[str, ...]
 
-    def units(self, num_classes: int) -> int:
-        """The head's outputs per row: one logit, or one per class."""
-        return num_classes if self.name == MULTICLASS else 1
-
     def head(self, num_classes: int, label_scale: tuple[float, float],
              dense: Any = None, wide: Any = None) -> Any:
         """The output layer(s), float32 even under mixed precision so losses stay exact;
@@ -62,7 +58,6 @@ class Task:
         import tf_keras
 
         dense_layer = dense or tf_keras.layers.Dense
-        units = self.units(num_classes)
         activation = {BINARY: "sigmoid", MULTICLASS: "softmax"}.get(self.name)
         if self.name == REGRESSION:
             mean, std = label_scale
@@ -70,11 +65,12 @@ class Task:
             # layer turns it back into the label's own units.
             last = tf_keras.layers.Rescaling(std, offset=mean, dtype="float32", name="unscale")
         elif wide is None:
-            return dense_layer(units, activation=activation, dtype="float32", name="head")
+            return dense_layer(num_classes, activation=activation, dtype="float32",
+                               name="head")
         else:
             last = tf_keras.layers.Activation(activation, dtype="float32",
                                               name="head_activation")
-        dense = dense_layer(units, dtype="float32", name="head")
+        dense = dense_layer(num_classes, dtype="float32", name="head")
         if wide is None:
             return lambda x: last(dense(x))
         add = tf_keras.layers.Add(dtype="float32", name="deep_and_wide")
