@@ -202,9 +202,11 @@ def test_rows_without_a_label_weigh_nothing_when_the_spec_drops_them(tmp_path):
     assert columns[spec.label_key][0] == spec.classes.index(rows[0]["species"])
 
 
-def test_an_integer_with_bins_is_also_a_number(tmp_path):
+@pytest.mark.parametrize("bins", [1, 2])
+def test_an_integer_with_bins_is_also_a_number(tmp_path, bins):
     """`bins` on an integer adds its value as a number (z-score, bins) beside its id, so the
-    model sees a count's order; the id is the same as without them."""
+    model sees a count's order; the id is the same as without them. One bin, which has no
+    inner edge to take from the quantiles, is the value's place in the column's range."""
     from google.protobuf import text_format
 
     from dataset_rows import DatasetRows
@@ -216,13 +218,14 @@ def test_an_integer_with_bins_is_also_a_number(tmp_path):
     spec_text = open(PENGUINS.spec_path, encoding="utf-8").read()
     (folder / datasets.SPEC_FILE).write_text(spec_text.replace(
         'year = { role = "integer", range = [2007, 2009]',
-        'year = { role = "integer", range = [2007, 2009], bins = 2', 1))
+        f'year = {{ role = "integer", range = [2007, 2009], bins = {bins}', 1))
     dataset = DatasetRows(str(folder), PENGUINS.csv_path)
     [year] = [f for f in dataset.spec.features if f.column == "year"]
     names = [o.name for o in year.outputs()]
-    assert [o.kind for o in year.outputs()] == [CATEGORY] + [FLOAT] * 4
+    assert [o.kind for o in year.outputs()] == [CATEGORY] + [FLOAT] * (2 + bins)
     assert names == [transformed_name(n) for n in (
-        "year", "year_number", "year_number_missing", "year_number_bin00", "year_number_bin01")]
+        "year", "year_number", "year_number_missing",
+        *(f"year_number_bin{i:02d}" for i in range(bins)))]
     rows = PENGUINS.read_rows()[::10]
     columns = unpacked(transform(rows, analyze(rows, str(tmp_path / "tft"), dataset), dataset),
                        dataset)
@@ -232,9 +235,13 @@ def test_an_integer_with_bins_is_also_a_number(tmp_path):
     # float32 statistics of values near 2008: equal to about 1e-5.
     np.testing.assert_allclose(number, (years - years.mean()) / years.std(), atol=1e-4)
     assert (columns[names[2]] == 0).all()
-    # Two bins over [2007, 2009] cut at the median year: 2007 has passed neither, 2009 both.
-    passed = columns[names[3]] + columns[names[4]]
-    assert passed[years == 2007].max() == 0 and (passed[years == 2009] == 2).all()
+    passed = sum(columns[name] for name in names[3:])
+    if bins == 1:
+        # [2007, 2009] whole: 2008 has passed half of it.
+        np.testing.assert_allclose(passed, (years - 2007) / 2, atol=1e-6)
+    else:
+        # Two bins over [2007, 2009] cut at the median year: 2007 has passed neither, 2009 both.
+        assert passed[years == 2007].max() == 0 and (passed[years == 2009] == 2).all()
 
 
 @pytest.mark.parametrize("kind, params, dtype", [

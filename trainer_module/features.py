@@ -134,8 +134,11 @@ def _number(values: Any, present: Any, column: str, bins: int) -> dict[str, Any]
                _missing_name(column): 1.0 - tf.cast(present, tf.float32)}
     if bins:
         observed = tf.boolean_mask(values, present)
-        encoded = piecewise_linear(values, tft.quantiles(observed, bins, epsilon=0.01)[0],
-                                   *_value_range(observed))
+        # One bin has no inner edge (and tft.quantiles asks for 2 or more): it is the value's
+        # place between the column's least and greatest.
+        inner = (tft.quantiles(observed, bins, epsilon=0.01)[0] if bins > 1
+                 else tf.zeros([0], tf.float32))
+        encoded = piecewise_linear(values, inner, *_value_range(observed))
         # One masking op and one unstack for all bins: an op per bin would put hundreds more
         # ops in the graph, which Transform traces, saves, loads and runs.
         encoded = tf.where(present[:, tf.newaxis], encoded, tf.zeros_like(encoded))
