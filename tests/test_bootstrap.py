@@ -67,7 +67,7 @@ def test_roles_follow_the_data_with_their_reasons(churn, tmp_path):
     assert features["city"]["role"] == "hashed" and features["city"]["buckets"] >= 256
     assert features["plan"]["role"] == "vocabulary"
     assert features["signup_hour"] == {"role": "integer", "range": [0, 23],
-                                       "bins": bootstrap.INTEGER_NUMBER_BINS,
+                                       "bins": bootstrap.SIZED_INTEGER_BINS,
                                        "why": "24 distinct integers in [0, 23], also as a number"}
     assert features["monthly_spend"]["role"] == "log_zscore"
     assert features["tenure_months"]["role"] == "zscore"
@@ -213,12 +213,13 @@ def test_numbers_keep_their_quantile_bins_within_one_bin_per_hundred_training_ro
 @pytest.mark.parametrize("task, tabm", [("binary", False), ("regression", True)])
 def test_the_sized_network_reads_numbers_without_bins_the_rows_cannot_train(tmp_path, task,
                                                                           tabm):
-    """600 training rows: the sized network reads a number without its quantile bins, TabM's
-    defaults with them. The loaded spec, which Transform reads, carries the same bins, and the
-    spec's own name is untouched by its columns'."""
+    """600 training rows: the sized network reads a number without its quantile bins and an
+    integer's number view with one, TabM's defaults both with theirs. The loaded spec, which
+    Transform reads, carries the same bins, and the spec's own name is untouched by its
+    columns'."""
     rng = random.Random(7)
     spec = _made(tmp_path, "amounts", [
-        {"amount": f"{rng.gauss(0, 1):.4f}",
+        {"amount": f"{rng.gauss(0, 1):.4f}", "items": str(rng.randrange(4)),
          "y": rng.choice(["a", "b"]) if task == "binary" else f"{rng.gauss(5, 2):.3f}"}
         for _ in range(900)], "y", task)
     amount = spec["features"]["amount"]
@@ -226,8 +227,12 @@ def test_the_sized_network_reads_numbers_without_bins_the_rows_cannot_train(tmp_
     assert ("bins" not in amount) if tabm else (amount["bins"] == 0)
     assert ("no quantile bins" in amount["why"]) != tabm
     loaded, _ = datasets.load_spec(str(tmp_path / "amounts"))
+    items = spec["features"]["items"]
+    assert (items["role"], items["why"]) == ("integer", "4 distinct integers in [0, 3], also as "
+                                                        "a number")
+    integer_bins = bootstrap.INTEGER_NUMBER_BINS if tabm else bootstrap.SIZED_INTEGER_BINS
     assert {f.column: f.params["bins"] for f in loaded.features} == {
-        "amount": NUMERIC_BINS if tabm else 0}
+        "amount": NUMERIC_BINS if tabm else 0, "items": integer_bins}
     assert "make run DATASET=amounts " in (tmp_path / "amounts" / datasets.SPEC_FILE).read_text(
         encoding="utf-8")
 

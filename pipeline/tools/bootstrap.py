@@ -75,6 +75,11 @@ INTEGER_RANGE_MAX = 1000
 # An integer category with more values than two is also given to the model as a number, with
 # these quantile bins: a count's order, which its ids do not carry (docs/dataset-spec.md).
 INTEGER_NUMBER_BINS = NUMERIC_BINS
+# The sized network reads that number view with one bin, the value's place in the column's
+# range: its ids already give each value a weight of its own, which quantile steps over a few
+# values repeated (a column of 3 values had 16 bins). TabM's published defaults keep
+# INTEGER_NUMBER_BINS; they were not measured with one.
+SIZED_INTEGER_BINS = 1
 # Non-negative numbers this skewed have a long right tail: log them first.
 LONG_TAIL_SKEW = 2.0
 # The sized network (NETWORK_SIZES) reads the numbers (zscore, log_zscore) with NUMERIC_BINS
@@ -82,7 +87,7 @@ LONG_TAIL_SKEW = 2.0
 # past that, each number is its z-score alone (`bins = 0`): the bins were more inputs than the
 # rows could train. Without them credit-data, credit-data-messy and lending-club (23 to 45
 # training rows per bin) scored higher; stackoverflow (119) scored lower. An integer's number
-# view keeps its bins (INTEGER_NUMBER_BINS), as measured. TabM's published defaults keep them
+# view is outside this budget (SIZED_INTEGER_BINS). TabM's published defaults keep the bins
 # on every number: on hpc-data (45 rows per bin) they scored lower without them.
 # docs/trainer-and-tpu.md ("Quantile bins within a budget") has the runs.
 NUMBER_ROLES = ("zscore", "log_zscore")
@@ -346,6 +351,14 @@ def role_for(column: Column, type_name: str) -> tuple[dict, str]:
     return {"role": "zscore"}, f"numbers in [{low:.3g}, {high:.3g}], mean {mean:.3g}"
 
 
+def sized_integer_views(roles: dict[str, tuple[dict, str]]) -> dict[str, tuple[dict, str]]:
+    """`roles` (column → (entry, why)) for the sized network: each integer's number view with
+    SIZED_INTEGER_BINS."""
+    return {name: ({**entry, "bins": SIZED_INTEGER_BINS}, why)
+            if entry["role"] == "integer" and entry.get("bins") else (entry, why)
+            for name, (entry, why) in roles.items()}
+
+
 def bins_within_budget(roles: dict[str, tuple[dict, str]], train_rows: int
                        ) -> dict[str, tuple[dict, str]]:
     """`roles` (column → (entry, why)) for the sized network: its numbers keep their quantile
@@ -451,7 +464,7 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     roles = {column.name: role_for(column, types[column.name])
              for column in columns.values() if column.name != label}
     if not tabm:
-        roles = bins_within_budget(roles, train_rows)
+        roles = bins_within_budget(sized_integer_views(roles), train_rows)
     for column_name, (entry, why) in roles.items():
         features[column_name] = [{**entry, "why": why}]
         decisions.append(f"  {column_name:<28} {entry['role']:<11} {why}")
