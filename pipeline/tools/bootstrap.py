@@ -78,7 +78,8 @@ INTEGER_NUMBER_BINS = NUMERIC_BINS
 # The sized network reads that number view with one bin, the value's place in the column's
 # range: its ids already give each value a weight of its own, which quantile steps over a few
 # values repeated (a column of 3 values had 16 bins). TabM's published defaults keep
-# INTEGER_NUMBER_BINS; they were not measured with one.
+# INTEGER_NUMBER_BINS; they were not measured with one. docs/trainer-and-tpu.md ("An
+# integer's number view: one bin") has the runs.
 SIZED_INTEGER_BINS = 1
 # Non-negative numbers this skewed have a long right tail: log them first.
 LONG_TAIL_SKEW = 2.0
