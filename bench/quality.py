@@ -17,9 +17,7 @@ import dataclasses
 import glob
 import hashlib
 import json
-import math
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -51,7 +49,8 @@ SEEDS = (0, 1, 2)
 # makes it: these files and folders (the code, the lock, the shipped specs and data), the seeds
 # and the Trainer settings. The whole suite takes hours on a small machine; a run that is
 # stopped loses only the dataset it was on, and the next run of the same code goes on from
-# there. Any change to these files starts afresh.
+# there. Any change to these files starts afresh; the tables (bench/quality_report.py) are not
+# among them.
 FINGERPRINTED = ("pipeline", "trainer_module", "schemas", "data", "bench/quality.py",
                  "bench/dag_runs.py", "requirements.lock")
 KEPT_DIR = "quality_kept"  # in the bench's work dir: <fingerprint>/<dataset>.json
@@ -362,7 +361,6 @@ def run_seeds(data_dir: str, output: str, dataset: str, pipeline_name: str,
 
 
 SHIPPED_DATASETS = ("taxi", "penguins")
-BLOCK_BEGIN, BLOCK_END = "<!-- quality:begin -->", "<!-- quality:end -->"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -423,6 +421,8 @@ def run_suite(work_dir: str, only: tuple[str, ...] = (), seeds: tuple[int, ...] 
               settings: dict[str, str] | None = None, store: str | None = None) -> list[dict]:
     """The suite's datasets (or `only` these names): CSV, `make dataset`, the DAG (with the
     Trainer `settings`, if any) and the trees over `seeds`, each result `kept` in `store`."""
+    from bench import quality_report
+
     entries = [(e, False) for e in SUITE]
     entries.append((next(e for e in SUITE if e.name == MESSY_OF), True))
     compared = []
@@ -436,7 +436,7 @@ def run_suite(work_dir: str, only: tuple[str, ...] = (), seeds: tuple[int, ...] 
                                   seeds, settings)
 
         result = kept(store, name, produce) if store else produce()
-        print(markdown([result]), flush=True)
+        print(quality_report.markdown([result]), flush=True)
         compared.append(result)
     return compared
 
@@ -496,112 +496,6 @@ def run_shipped(work_dir: str, reuse: dict[str, str] | None = None,
     return compared
 
 
-def _figure(value: dict | None, metric: str) -> str:
-    """A mean over the seeds, ± its spread when there were several."""
-    if value is None:
-        return "—"
-    digits = 2 if metric == "rmse" and abs(value["mean"]) >= 100 else 4
-    text = f"{value['mean']:.{digits}f}"
-    return text + (f" ± {value['spread']:.{digits}f}" if value["runs"] > 1 else "")
-
-
-def markdown(compared: list[dict]) -> str:
-    lines = ["| dataset | source | rows (train / eval) | task | metric | this pipeline "
-             "(Evaluator) | " + " | ".join(TREES) + " | target (best tree) | met | "
-             "component seconds (first run) / each tree's fit seconds | epochs (best / run / "
-             "budget, refit) |",
-             "|---|---|---:|---|---|---:|" + "---:|" * len(TREES) + "---|---|---|---|"]
-    for entry in compared:
-        if "failed" in entry:
-            # The error as make dataset printed it, its paths from the bench's work dir on.
-            failed = re.sub(r"'[^']*/(quality_suite/[^']*)'", r"'\1'", entry["failed"])
-            lines.append(f"| {entry['dataset']} | {entry['source']} | — | {entry['task']} | "
-                         f"{TARGET_METRIC[entry['task']]} | — | " + "— | " * len(TREES)
-                         + f"— | **no**: {failed.replace('|', '/')} | — | — |")
-            continue
-        training = entry.get("training")
-        epochs = (f"{training['best_epoch'] or 'last'} / {training['epochs_run']} / "
-                  f"{training['epochs_budget']}" if training else "—")
-        if training and training.get("refit_epochs"):
-            epochs += f", refit {training['refit_epochs']}"
-        seconds = (f"{entry['component_seconds']:.0f} / "
-                   + ", ".join(f"{entry['tree_seconds'][t]:.1f}" for t in TREES))
-        for row in entry["metrics"]:
-            if row["met"] is None:
-                target, met = "—", "—"
-            else:
-                target = (f"≤ {RMSE_RATIO:g}× {row['best']}" if row["metric"] == "rmse"
-                          else f"≥ {row['best']} − {CLASSIFICATION_GAP:g}")
-                met = "yes" if row["met"] else "**no**"
-            trees_text = " | ".join(_figure(row["trees"][t], row["metric"]) for t in TREES)
-            lines.append(f"| {entry['dataset']} | {entry.get('source', '')} | "
-                         f"{entry['train_rows']:,} / {entry['eval_rows']:,} | {entry['task']} | "
-                         f"{row['metric']} | {_figure(row['pipeline'], row['metric'])} | "
-                         f"{trees_text} | {target} | {met} | {seconds} | {epochs} |")
-    return "\n".join(lines)
-
-
-def _beats(row: dict) -> bool:
-    """The pipeline's mean is better than the best tree's on this row's metric."""
-    ours = row["pipeline"]
-    return ours is not None and better(row["metric"], ours["mean"],
-                                       row["trees"][row["best"]]["mean"])
-
-
-def summary(compared: list[dict], stamp: dict, seconds: float) -> str:
-    """The targets' tally over the datasets (a dataset that failed misses them all), the
-    misses with their numbers, and when, where and how long the runs took (`seconds`: each
-    dataset's wall time, summed, whichever run finished it)."""
-    targets = {e["dataset"]: next((r for r in e.get("metrics", ()) if r["met"] is not None),
-                                  None) for e in compared}
-    met = [d for d, row in targets.items() if row and row["met"]]
-    better = [d for d, row in targets.items() if row and _beats(row)]
-    half = math.ceil(len(targets) / 2)
-    misses = []
-    for dataset, row in targets.items():
-        if row is None:
-            misses.append(f"{dataset} (no run)")
-        elif not row["met"]:
-            ours, best = row["pipeline"], row["trees"][row["best"]]["mean"]
-            misses.append(f"{dataset} ({row['metric']} "
-                          f"{'—' if ours is None else _figure(ours, row['metric'])} against "
-                          f"{row['best']}'s {best:.4f})")
-    m = stamp["machine"]
-    seeds = max((row["pipeline"]["runs"] for row in targets.values()
-                 if row and row["pipeline"]), default=0)
-    finished = sorted(e["finished"] for e in compared if "finished" in e)
-    when = (f"its datasets finished from {finished[0]} to {finished[-1]}" if finished
-            else f"measured {stamp['measured_at']}")
-    return "\n".join([
-        f"`make bench-quality` on {m['cpu']}, {m['cores']} cores, {when}: "
-        f"{seconds / 60:.0f} min of runs ({len(compared)} datasets, {seeds} seeds each).",
-        "",
-        f"- Target against the best tree met on {len(met)} of {len(targets)} datasets"
-        + (f"; missed on {', '.join(misses)}." if misses else "."),
-        f"- Better than the best tree on {len(better)} of {len(targets)} (target: at least "
-        f"{half}){': ' + ', '.join(better) if better else ''}.",
-    ])
-
-
-def publish(compared: list[dict], results_dir: str, doc: str | None,
-            name: str = "quality", stamp: dict | None = None,
-            seconds: float | None = None) -> None:
-    """Writes the results (`name`.json, `name`.md) and, given `doc`, its block; with the
-    run's `stamp` and wall `seconds`, the targets' tally above the table."""
-    from bench import tables
-
-    os.makedirs(results_dir, exist_ok=True)
-    with open(os.path.join(results_dir, f"{name}.json"), "w", encoding="utf-8") as f:
-        json.dump(compared, f, indent=2)
-    table = markdown(compared)
-    if stamp is not None and seconds is not None:
-        table = summary(compared, stamp, seconds) + "\n\n" + table
-    with open(os.path.join(results_dir, f"{name}.md"), "w", encoding="utf-8") as f:
-        f.write(table + "\n")
-    if doc:
-        tables.replace_block(doc, BLOCK_BEGIN, BLOCK_END, table)
-
-
 def trainer_settings(given: list[str]) -> dict[str, str]:
     """`VARIABLE=VALUE` words as a dict of Trainer settings (`make run` variables).
 
@@ -624,7 +518,7 @@ def trainer_settings(given: list[str]) -> dict[str, str]:
 def main(argv: list[str]) -> int:
     import argparse
 
-    from bench import paths
+    from bench import paths, quality_report
 
     parser = argparse.ArgumentParser(description="Model quality of the shipped datasets and the "
                                      "public suite against HistGradientBoosting, CatBoost and "
@@ -652,7 +546,8 @@ def main(argv: list[str]) -> int:
     if args.fresh:
         shutil.rmtree(store, ignore_errors=True)
     if args.only:  # a look at some datasets: printed, never published as the suite's table
-        print(markdown(run_suite(paths.WORK_DIR, tuple(args.only), seeds, settings, store)))
+        looked = run_suite(paths.WORK_DIR, tuple(args.only), seeds, settings, store)
+        print(quality_report.markdown(looked))
         return 0
     from bench import tables
 
@@ -660,9 +555,10 @@ def main(argv: list[str]) -> int:
     compared = (run_shipped(paths.WORK_DIR, seeds=seeds, store=store)
                 + run_suite(paths.WORK_DIR, seeds=seeds, store=store))
     # The suite's cost: each dataset's own wall time, whichever run finished it.
-    publish(compared, args.results_dir, paths.BENCHMARKS_DOC if args.update_docs else None,
-            stamp=stamp, seconds=sum(entry["seconds"] for entry in compared))
-    print(markdown(compared))
+    quality_report.publish(compared, args.results_dir,
+                           paths.BENCHMARKS_DOC if args.update_docs else None, stamp=stamp,
+                           seconds=sum(entry["seconds"] for entry in compared))
+    print(quality_report.markdown(compared))
     return 0
 
 

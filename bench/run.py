@@ -348,7 +348,7 @@ def main(argv: list[str]) -> int:
                                    config)
         result["scale"].append(record)
         outputs.append((times, output))
-    from bench import quality
+    from bench import quality, quality_report
 
     spec = config.spec
     # The raw columns each DAG's model reads: what its Transform and Trainer work on.
@@ -372,8 +372,8 @@ def main(argv: list[str]) -> int:
     reuse = {dag_runs.DATASET: shipped[0]} if shipped else {}
     # The docs' quality table is the whole suite's (make bench-quality); this one is beside
     # the speed figures, on the same runs.
-    quality.publish(quality.run_shipped(WORK_DIR, reuse=reuse), args.results_dir, None,
-                    name="quality-shipped")
+    quality_report.publish(quality.run_shipped(WORK_DIR, reuse=reuse), args.results_dir,
+                           None, name="quality-shipped")
     predictions = measure_predict(outputs)
     if predictions:
         result["predict"] = predictions

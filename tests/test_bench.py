@@ -610,20 +610,25 @@ def test_quality_compares_with_the_best_of_three_trees_over_seeds(tmp_path):
     assert auc_row["pipeline"]["spread"] == pytest.approx(0.002)
     missed = quality.compare([run(line - 0.004), run(line)], TAXI.spec, seeds=(0, 1))
     assert [r["met"] for r in missed["metrics"] if r["metric"] == "auc"] == [False]
-    table = quality.markdown([kept])
+    from bench import quality_report
+
+    table = quality_report.markdown([kept])
     assert f"≥ {best} − 0.005 | yes |" in table and "± 0.0020" in table, table
     # The tally above the table: targets met, and datasets where the pipeline beats the best.
     beaten = {**kept, "dataset": "beaten"}
     beaten["metrics"] = [{**r, "pipeline": {**r["pipeline"], "mean": line + 0.1}}
                          for r in kept["metrics"]]
     stamp = {"measured_at": "2026-11-28T20:00:00+00:00", "machine": {"cpu": "CPU", "cores": 2}}
-    text = quality.summary([kept, {**missed, "dataset": "missed"}, beaten,
+    text = quality_report.summary([kept, {**missed, "dataset": "missed"}, beaten,
                             {"dataset": "broken", "failed": "no label"}], stamp, 5400)
     assert ("on CPU, 2 cores, measured 2026-11-28T20:00:00+00:00: 90 min of runs (4 datasets, "
             "2 seeds each)") in text
     assert "met on 2 of 4 datasets; missed on missed (auc " in text
     assert f"against {best}'s {scores[best]['auc']['mean']:.4f}), broken (no run)." in text
     assert "Better than the best tree on 1 of 4 (target: at least 2): beaten." in text
+    # The suite's cost against twice the last HistGradientBoosting-alone run's wall time.
+    assert f"Wall time 90 min, against at most {2 * quality_report.ANCHOR_MINUTES} min" in text
+    assert text.endswith(": missed.") == (90 > 2 * quality_report.ANCHOR_MINUTES), text
 
 
 def test_quality_settings_name_trainer_variables_and_stay_out_of_the_published_table(capsys):
@@ -651,6 +656,10 @@ def test_quality_keeps_each_finished_dataset_under_the_fingerprint_of_its_code(t
     (root / "requirements.lock").write_text("tfx==1.16.0\n")
     first = quality.fingerprint((0, 1, 2), None, str(root))
     assert quality.fingerprint((0, 1, 2), {}, str(root)) == first
+    # How a result is shown is not part of what makes it.
+    (root / "bench").mkdir()
+    (root / "bench" / "quality_report.py").write_text("COST_RATIO = 3\n")
+    assert quality.fingerprint((0, 1, 2), None, str(root)) == first
     assert quality.fingerprint((0, 1), None, str(root)) != first
     assert quality.fingerprint((0, 1, 2), {"ENSEMBLE_SIZE": "8"}, str(root)) != first
     (root / "trainer_module" / "model.py").write_text("WIDTH = 2\n")
@@ -673,6 +682,8 @@ def test_quality_keeps_each_finished_dataset_under_the_fingerprint_of_its_code(t
         raise AssertionError("a finished dataset of the same fingerprint ran again")
 
     assert quality.kept(store, "birds", refuse) == result
-    text = quality.summary([result], {"machine": {"cpu": "CPU", "cores": 2},
-                                      "measured_at": "later"}, result["seconds"])
+    from bench import quality_report
+
+    text = quality_report.summary([result], {"machine": {"cpu": "CPU", "cores": 2},
+                                             "measured_at": "later"}, result["seconds"])
     assert f"its datasets finished from {result['finished']} to {result['finished']}" in text

@@ -1,0 +1,137 @@
+"""The quality suite's tables: each dataset's row against the three trees, and the targets'
+tally above them.
+
+Kept apart from bench/quality.py, whose files make each result's fingerprint: how a finished
+result is shown can change without running the suite again.
+"""
+
+import json
+import math
+import os
+import re
+
+from bench.quality import (
+    CLASSIFICATION_GAP,
+    RMSE_RATIO,
+    TARGET_METRIC,
+    TREES,
+    better,
+)
+
+BLOCK_BEGIN, BLOCK_END = "<!-- quality:begin -->", "<!-- quality:end -->"
+# The suite's cost target: its wall time at most COST_RATIO times that of the last full run
+# that compared with HistGradientBoosting alone (one seed, 2026-11-28, a 2-core AMD EPYC). That
+# run's wall time was not recorded: it began at 01:09 and its table was committed at 01:52, so
+# it took at most ANCHOR_MINUTES.
+COST_RATIO = 2
+ANCHOR_MINUTES = 43
+
+
+def _figure(value: dict | None, metric: str) -> str:
+    """A mean over the seeds, ± its spread when there were several."""
+    if value is None:
+        return "—"
+    digits = 2 if metric == "rmse" and abs(value["mean"]) >= 100 else 4
+    text = f"{value['mean']:.{digits}f}"
+    return text + (f" ± {value['spread']:.{digits}f}" if value["runs"] > 1 else "")
+
+
+def markdown(compared: list[dict]) -> str:
+    lines = ["| dataset | source | rows (train / eval) | task | metric | this pipeline "
+             "(Evaluator) | " + " | ".join(TREES) + " | target (best tree) | met | "
+             "component seconds (first run) / each tree's fit seconds | epochs (best / run / "
+             "budget, refit) |",
+             "|---|---|---:|---|---|---:|" + "---:|" * len(TREES) + "---|---|---|---|"]
+    for entry in compared:
+        if "failed" in entry:
+            # The error as make dataset printed it, its paths from the bench's work dir on.
+            failed = re.sub(r"'[^']*/(quality_suite/[^']*)'", r"'\1'", entry["failed"])
+            lines.append(f"| {entry['dataset']} | {entry['source']} | — | {entry['task']} | "
+                         f"{TARGET_METRIC[entry['task']]} | — | " + "— | " * len(TREES)
+                         + f"— | **no**: {failed.replace('|', '/')} | — | — |")
+            continue
+        training = entry.get("training")
+        epochs = (f"{training['best_epoch'] or 'last'} / {training['epochs_run']} / "
+                  f"{training['epochs_budget']}" if training else "—")
+        if training and training.get("refit_epochs"):
+            epochs += f", refit {training['refit_epochs']}"
+        seconds = (f"{entry['component_seconds']:.0f} / "
+                   + ", ".join(f"{entry['tree_seconds'][t]:.1f}" for t in TREES))
+        for row in entry["metrics"]:
+            if row["met"] is None:
+                target, met = "—", "—"
+            else:
+                target = (f"≤ {RMSE_RATIO:g}× {row['best']}" if row["metric"] == "rmse"
+                          else f"≥ {row['best']} − {CLASSIFICATION_GAP:g}")
+                met = "yes" if row["met"] else "**no**"
+            trees_text = " | ".join(_figure(row["trees"][t], row["metric"]) for t in TREES)
+            lines.append(f"| {entry['dataset']} | {entry.get('source', '')} | "
+                         f"{entry['train_rows']:,} / {entry['eval_rows']:,} | {entry['task']} | "
+                         f"{row['metric']} | {_figure(row['pipeline'], row['metric'])} | "
+                         f"{trees_text} | {target} | {met} | {seconds} | {epochs} |")
+    return "\n".join(lines)
+
+
+def _beats(row: dict) -> bool:
+    """The pipeline's mean is better than the best tree's on this row's metric."""
+    ours = row["pipeline"]
+    return ours is not None and better(row["metric"], ours["mean"],
+                                       row["trees"][row["best"]]["mean"])
+
+
+def summary(compared: list[dict], stamp: dict, seconds: float) -> str:
+    """The targets' tally over the datasets (a dataset that failed misses them all), the
+    misses with their numbers, and when, where and how long the runs took (`seconds`: each
+    dataset's wall time, summed, whichever run finished it)."""
+    targets = {e["dataset"]: next((r for r in e.get("metrics", ()) if r["met"] is not None),
+                                  None) for e in compared}
+    met = [d for d, row in targets.items() if row and row["met"]]
+    beaten = [d for d, row in targets.items() if row and _beats(row)]
+    half = math.ceil(len(targets) / 2)
+    misses = []
+    for dataset, row in targets.items():
+        if row is None:
+            misses.append(f"{dataset} (no run)")
+        elif not row["met"]:
+            ours, best = row["pipeline"], row["trees"][row["best"]]["mean"]
+            misses.append(f"{dataset} ({row['metric']} "
+                          f"{'—' if ours is None else _figure(ours, row['metric'])} against "
+                          f"{row['best']}'s {best:.4f})")
+    m = stamp["machine"]
+    seeds = max((row["pipeline"]["runs"] for row in targets.values()
+                 if row and row["pipeline"]), default=0)
+    finished = sorted(e["finished"] for e in compared if "finished" in e)
+    when = (f"its datasets finished from {finished[0]} to {finished[-1]}" if finished
+            else f"measured {stamp['measured_at']}")
+    return "\n".join([
+        f"`make bench-quality` on {m['cpu']}, {m['cores']} cores, {when}: "
+        f"{seconds / 60:.0f} min of runs ({len(compared)} datasets, {seeds} seeds each).",
+        "",
+        f"- Target against the best tree met on {len(met)} of {len(targets)} datasets"
+        + (f"; missed on {', '.join(misses)}." if misses else "."),
+        f"- Better than the best tree on {len(beaten)} of {len(targets)} (target: at least "
+        f"{half}){': ' + ', '.join(beaten) if beaten else ''}.",
+        f"- Wall time {seconds / 60:.0f} min, against at most {COST_RATIO * ANCHOR_MINUTES} min "
+        f"({COST_RATIO}× the last HistGradientBoosting-alone run's, at most {ANCHOR_MINUTES} "
+        f"min, one seed, on a 2-core AMD EPYC): "
+        f"{'met' if seconds / 60 <= COST_RATIO * ANCHOR_MINUTES else 'missed'}.",
+    ])
+
+
+def publish(compared: list[dict], results_dir: str, doc: str | None,
+            name: str = "quality", stamp: dict | None = None,
+            seconds: float | None = None) -> None:
+    """Writes the results (`name`.json, `name`.md) and, given `doc`, its block; with the
+    run's `stamp` and wall `seconds`, the targets' tally above the table."""
+    from bench import tables
+
+    os.makedirs(results_dir, exist_ok=True)
+    with open(os.path.join(results_dir, f"{name}.json"), "w", encoding="utf-8") as f:
+        json.dump(compared, f, indent=2)
+    table = markdown(compared)
+    if stamp is not None and seconds is not None:
+        table = summary(compared, stamp, seconds) + "\n\n" + table
+    with open(os.path.join(results_dir, f"{name}.md"), "w", encoding="utf-8") as f:
+        f.write(table + "\n")
+    if doc:
+        tables.replace_block(doc, BLOCK_BEGIN, BLOCK_END, table)
