@@ -57,8 +57,8 @@ def markdown(compared: list[dict]) -> str:
             epochs += f", refit {training['refit_epochs']}"
         seconds = (f"{entry['component_seconds']:.0f} / "
                    + ", ".join(f"{entry['tree_seconds'][t]:.1f}" for t in TREES))
-        # The dataset's whole time: `make dataset`, every seed's DAG and the trees (a row
-        # read back from a finished run's output dir has none).
+        # The dataset's whole time: `make dataset`, every seed's DAG and the trees, as the
+        # suite's store keeps it (`make bench`'s shipped rows, made outside it, have none).
         wall = f"{entry['seconds']:,.0f}" if "seconds" in entry else "—"
         for row in entry["metrics"]:
             if row["met"] is None:
