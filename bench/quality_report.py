@@ -43,12 +43,15 @@ def markdown(compared: list[dict]) -> str:
              "runs) | epochs (best / run / budget, refit) |",
              "|---|---|---:|---|---|---:|" + "---:|" * len(TREES) + "---|---|---|---:|---|"]
     for entry in compared:
+        # The dataset's whole time: `make dataset`, every seed's DAG and the trees, as the
+        # suite's store keeps it (`make bench`'s shipped rows, made outside it, have none).
+        wall = f"{entry['seconds']:,.0f}" if "seconds" in entry else "—"
         if "failed" in entry:
             # The error as make dataset printed it, its paths from the bench's work dir on.
             failed = re.sub(r"'[^']*/(quality_suite/[^']*)'", r"'\1'", entry["failed"])
             lines.append(f"| {entry['dataset']} | {entry['source']} | — | {entry['task']} | "
                          f"{TARGET_METRIC[entry['task']]} | — | " + "— | " * len(TREES)
-                         + f"— | **no**: {failed.replace('|', '/')} | — | — | — |")
+                         + f"— | **no**: {failed.replace('|', '/')} | — | {wall} | — |")
             continue
         training = entry.get("training")
         epochs = (f"{training['best_epoch'] or 'last'} / {training['epochs_run']} / "
@@ -57,9 +60,6 @@ def markdown(compared: list[dict]) -> str:
             epochs += f", refit {training['refit_epochs']}"
         seconds = (f"{entry['component_seconds']:.0f} / "
                    + ", ".join(f"{entry['tree_seconds'][t]:.1f}" for t in TREES))
-        # The dataset's whole time: `make dataset`, every seed's DAG and the trees, as the
-        # suite's store keeps it (`make bench`'s shipped rows, made outside it, have none).
-        wall = f"{entry['seconds']:,.0f}" if "seconds" in entry else "—"
         for row in entry["metrics"]:
             if row["met"] is None:
                 target, met = "—", "—"

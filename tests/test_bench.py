@@ -619,6 +619,9 @@ def test_quality_compares_with_the_best_of_three_trees_over_seeds(tmp_path):
     kept = {**kept, "seconds": 3000.4}
     assert re.search(r"\| 30 / [\d.]+, [\d.]+, [\d.]+ \| 3,000 \|",
                      quality_report.markdown([kept]))
+    assert quality_report.markdown([{"dataset": "broken", "source": "a/b", "task": "binary",
+                                     "failed": "no label", "seconds": 60}]).endswith(
+        "| **no**: no label | — | 60 | — |")
     # The tally above the table: targets met, and datasets where the pipeline beats the best.
     beaten = {**kept, "dataset": "beaten", "seconds": 2400}
     beaten["metrics"] = [{**r, "pipeline": {**r["pipeline"], "mean": line + 0.1}}
