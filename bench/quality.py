@@ -45,15 +45,16 @@ TREE_VALIDATION_SHARE = 0.1
 EARLY_STOPPING_ROUNDS = 50
 # Every figure of the suite is the mean over these seeds, with its spread.
 SEEDS = (0, 1, 2)
-# Each dataset's result is kept as soon as it is finished, under a fingerprint of all that
-# makes it: these files and folders (the code, the lock, the shipped specs and data), the seeds
-# and the Trainer settings. The whole suite takes hours on a small machine; a run that is
-# stopped loses only the dataset it was on, and the next run of the same code goes on from
-# there. Any change to these files starts afresh; the tables (bench/quality_report.py) are not
-# among them.
+# Each dataset's result is kept as soon as it is finished (bench/paths.py's QUALITY_KEPT_DIR,
+# committed with the results), under a fingerprint of all that makes it: the files git lists in
+# these files and folders (the code, the lock, the shipped specs and data; not what git
+# ignores, such as a run's inferred schema), the seeds and the Trainer settings. The whole suite
+# takes longer than a working day's sitting on a small machine; a run that is stopped loses only
+# the dataset it was on, and the next run of the same code, in this checkout or another one,
+# goes on from there. Any change to these files starts afresh; the tables
+# (bench/quality_report.py) are not among them.
 FINGERPRINTED = ("pipeline", "trainer_module", "schemas", "data", "bench/quality.py",
                  "bench/dag_runs.py", "requirements.lock")
-KEPT_DIR = "quality_kept"  # in the bench's work dir: <fingerprint>/<dataset>.json
 
 
 def read_split(examples_uri: str, split: str) -> list[dict[str, object]]:
@@ -306,25 +307,37 @@ def compare(runs: list[dict], spec: DatasetSpec, seeds: tuple[int, ...] = SEEDS)
 
 def fingerprint(seeds: tuple[int, ...], settings: dict[str, str] | None,
                 root: str = REPO_ROOT) -> str:
-    """A digest of the FINGERPRINTED files under `root` (names and bytes), the seeds and the
-    settings."""
+    """A digest of the FINGERPRINTED files under `root` that git lists, committed or not (names
+    and bytes as they are on disk), the seeds and the settings.
+
+    Raises:
+      RuntimeError: `root` is not a git checkout.
+    """
+    listed = subprocess.run(["git", "-C", root, "ls-files", "--cached", "--others",
+                             "--exclude-standard", "-z", "--", *FINGERPRINTED],
+                            capture_output=True, text=True)
+    if listed.returncode:
+        raise RuntimeError(f"{root}: the quality suite keeps its results under a fingerprint of "
+                           f"the files git lists there, and git says: {listed.stderr.strip()}. "
+                           "Run it in a git checkout of this project.")
     digest = hashlib.sha256(json.dumps({"seeds": list(seeds), "settings": settings or {}},
                                        sort_keys=True).encode())
-    for top in FINGERPRINTED:
-        start = os.path.join(root, top)
-        files = [start] if os.path.isfile(start) else sorted(
-            os.path.join(folder, name) for folder, _, names_ in os.walk(start)
-            if "__pycache__" not in folder for name in names_)
-        for path in files:
-            digest.update(os.path.relpath(path, root).encode() + b"\0")
-            with open(path, "rb") as f:
-                digest.update(hashlib.sha256(f.read()).digest())
+    for name in sorted({n for n in listed.stdout.split("\0") if n}):
+        path = os.path.join(root, name)
+        if not os.path.isfile(path):  # deleted, not yet committed
+            continue
+        digest.update(name.encode() + b"\0")
+        with open(path, "rb") as f:
+            digest.update(hashlib.sha256(f.read()).digest())
     return digest.hexdigest()[:16]
 
 
 def kept(store: str, name: str, produce: Callable[[], dict]) -> dict:
     """`name`'s result: as a finished run of the same fingerprint kept it in `store`, or else
-    `produce()`'s, with its wall `seconds`, kept there before it is returned."""
+    `produce()`'s, with its wall `seconds` and the machine it ran on, kept there before it is
+    returned."""
+    from bench import tables
+
     path = os.path.join(store, f"{name}.json")
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
@@ -336,6 +349,7 @@ def kept(store: str, name: str, produce: Callable[[], dict]) -> dict:
     result = produce()
     result["seconds"] = time.monotonic() - started
     result["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    result["machine"] = tables.machine()
     os.makedirs(store, exist_ok=True)
     with open(path + ".partial", "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2)
@@ -393,6 +407,12 @@ SUITE = (
 # number gaps written " " and "NA"), which must score as the clean one does.
 MESSY_OF = "credit-data"
 MESSY_NAME = "credit-data-messy"
+
+
+def dataset_names() -> tuple[str, ...]:
+    """Every dataset of the suite, in the order it runs: the shipped ones, the public ones,
+    the messy variant."""
+    return SHIPPED_DATASETS + tuple(e.name for e in SUITE) + (MESSY_NAME,)
 
 
 def write_csv(entry: SuiteDataset, data_dir: str, messy: bool = False) -> str:
@@ -471,14 +491,16 @@ def _suite_dataset(root: str, entry: SuiteDataset, messy: bool, seeds: tuple[int
 
 
 def run_shipped(work_dir: str, reuse: dict[str, str] | None = None,
-                seeds: tuple[int, ...] = SEEDS, store: str | None = None) -> list[dict]:
-    """Each shipped dataset's DAG with its spec's own steps over `seeds`, each result `kept` in
-    `store` (or a finished run's output dir from `reuse`, its one seed), then the trees on the
-    same rows."""
+                seeds: tuple[int, ...] = SEEDS, store: str | None = None,
+                datasets: tuple[str, ...] = SHIPPED_DATASETS,
+                settings: dict[str, str] | None = None) -> list[dict]:
+    """Each of the shipped `datasets`' DAG with its spec's own steps (and the Trainer
+    `settings`, if any) over `seeds`, each result `kept` in `store` (or a finished run's output
+    dir from `reuse`, its one seed), then the trees on the same rows."""
     from pipeline.pipeline_config import configure
 
     compared = []
-    for dataset in SHIPPED_DATASETS:
+    for dataset in datasets:
         config = configure(dataset=dataset)
         output = (reuse or {}).get(dataset)
 
@@ -486,7 +508,7 @@ def run_shipped(work_dir: str, reuse: dict[str, str] | None = None,
             if output is None:
                 runs = run_seeds(config.data_dir, os.path.join(
                     work_dir, f"quality_{config.spec.name}"), config.spec.name,
-                    config.pipeline_name, seeds)
+                    config.pipeline_name, seeds, settings)
             else:
                 runs = [pipeline_run(os.path.join(output, METADATA_FILE), config.pipeline_name)]
             return {**compare(runs, config.spec, seeds), "source": "shipped"}
@@ -527,9 +549,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--update-docs", action="store_true")
     parser.add_argument("--seeds", type=int, default=len(SEEDS),
                         help="runs of the pipeline and of each tree per dataset (seeds 0..N-1)")
-    parser.add_argument("--only", nargs="*", default=(),
-                        help="run only these suite datasets and print their rows (nothing "
-                        "is written to the results or the docs)")
+    parser.add_argument("--only", nargs="*", default=(), choices=dataset_names(),
+                        metavar="NAME", help="run only these datasets and print their rows "
+                        "(kept for the next full run of the same code; nothing is published): "
+                        + ", ".join(dataset_names()))
     parser.add_argument("--setting", action="append", default=[], metavar="VARIABLE=VALUE",
                         help="with --only: a Trainer setting (a `make run` variable, e.g. "
                         "ENSEMBLE_SIZE=8) for every pipeline run, to try a recipe")
@@ -542,11 +565,16 @@ def main(argv: list[str]) -> int:
     if settings and not args.only:
         parser.error("--setting changes the pipeline from its defaults: use it with --only, "
                      "whose rows are printed and never published as the suite's table")
-    store = os.path.join(paths.WORK_DIR, KEPT_DIR, fingerprint(seeds, settings))
+    store = os.path.join(paths.QUALITY_KEPT_DIR, fingerprint(seeds, settings))
     if args.fresh:
         shutil.rmtree(store, ignore_errors=True)
     if args.only:  # a look at some datasets: printed, never published as the suite's table
-        looked = run_suite(paths.WORK_DIR, tuple(args.only), seeds, settings, store)
+        shipped = tuple(n for n in SHIPPED_DATASETS if n in args.only)
+        public = tuple(n for n in args.only if n not in SHIPPED_DATASETS)
+        looked = run_shipped(paths.WORK_DIR, seeds=seeds, store=store, datasets=shipped,
+                             settings=settings)
+        if public:
+            looked += run_suite(paths.WORK_DIR, public, seeds, settings, store)
         print(quality_report.markdown(looked))
         return 0
     from bench import tables

@@ -100,7 +100,13 @@ def summary(compared: list[dict], stamp: dict, seconds: float) -> str:
             misses.append(f"{dataset} ({row['metric']} "
                           f"{'—' if ours is None else _figure(ours, row['metric'])} against "
                           f"{row['best']}'s {best:.4f})")
-    m = stamp["machine"]
+    # Each kept dataset names the machine it ran on; a result without one ran in this process.
+    machines = []
+    for m in [e["machine"] if "machine" in e else stamp["machine"] for e in compared] or [
+            stamp["machine"]]:
+        where = f"{m['cpu']}, {m['cores']} cores"
+        if where not in machines:
+            machines.append(where)
     seeds = max((row["pipeline"]["runs"] for row in targets.values()
                  if row and row["pipeline"]), default=0)
     finished = sorted(e["finished"] for e in compared if "finished" in e)
@@ -108,7 +114,7 @@ def summary(compared: list[dict], stamp: dict, seconds: float) -> str:
             else f"measured {stamp['measured_at']}")
     longest = sorted((e for e in compared if "seconds" in e), key=lambda e: -e["seconds"])[:3]
     return "\n".join([
-        f"`make bench-quality` on {m['cpu']}, {m['cores']} cores, {when}: "
+        f"`make bench-quality` on {' and '.join(machines)}, {when}: "
         f"{seconds / 60:.0f} min of runs ({len(compared)} datasets, {seeds} seeds each).",
         "",
         f"- Target against the best tree met on {len(met)} of {len(targets)} datasets"

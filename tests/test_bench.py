@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import subprocess
 
 import numpy as np
 import pytest
@@ -662,8 +663,16 @@ def test_quality_keeps_each_finished_dataset_under_the_fingerprint_of_its_code(t
     (root / "trainer_module").mkdir(parents=True)
     (root / "trainer_module" / "model.py").write_text("WIDTH = 1\n")
     (root / "requirements.lock").write_text("tfx==1.16.0\n")
+    with pytest.raises(RuntimeError, match="Run it in a git checkout of this project"):
+        quality.fingerprint((0, 1, 2), None, str(root))
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / ".gitignore").write_text("schemas/*/inferred_schema.pbtxt\n")
     first = quality.fingerprint((0, 1, 2), None, str(root))
     assert quality.fingerprint((0, 1, 2), {}, str(root)) == first
+    # What a run writes beside the spec, and git ignores, is not part of what makes a result.
+    (root / "schemas" / "taxi").mkdir(parents=True)
+    (root / "schemas" / "taxi" / "inferred_schema.pbtxt").write_text("feature {}\n")
+    assert quality.fingerprint((0, 1, 2), None, str(root)) == first
     # How a result is shown is not part of what makes it.
     (root / "bench").mkdir()
     (root / "bench" / "quality_report.py").write_text("COST_RATIO = 3\n")
@@ -685,6 +694,7 @@ def test_quality_keeps_each_finished_dataset_under_the_fingerprint_of_its_code(t
     open(os.path.join(store, "birds.json.partial"), "w").write("{")
     result = quality.kept(store, "birds", produce)
     assert made == [1] and result["seconds"] >= 0 and result["finished"]
+    assert result["machine"]["cores"] == os.cpu_count()
 
     def refuse() -> dict:
         raise AssertionError("a finished dataset of the same fingerprint ran again")
@@ -695,3 +705,21 @@ def test_quality_keeps_each_finished_dataset_under_the_fingerprint_of_its_code(t
     text = quality_report.summary([result], {"machine": {"cpu": "CPU", "cores": 2},
                                              "measured_at": "later"}, result["seconds"])
     assert f"its datasets finished from {result['finished']} to {result['finished']}" in text
+    # Results kept on two machines: the tally names both.
+    elsewhere = {**result, "dataset": "taxi", "machine": {"cpu": "Other CPU", "cores": 8}}
+    text = quality_report.summary([result, elsewhere, result], {}, result["seconds"])
+    cpu = result["machine"]["cpu"]
+    assert text.startswith(f"`make bench-quality` on {cpu}, {os.cpu_count()} cores and "
+                           "Other CPU, 8 cores, its datasets"), text
+
+
+def test_quality_only_names_the_suite_datasets(capsys):
+    """A misspelt name must not run nothing and call it done."""
+    from bench import quality
+
+    with pytest.raises(SystemExit):
+        quality.main(["--only", "taxi", "brids"])
+    err = capsys.readouterr().err
+    assert "invalid choice: 'brids'" in err and "birds" in err, err
+    assert quality.dataset_names()[:2] == quality.SHIPPED_DATASETS
+    assert quality.dataset_names()[-1] == quality.MESSY_NAME
