@@ -101,12 +101,8 @@ def summary(compared: list[dict], stamp: dict, seconds: float) -> str:
                           f"{'—' if ours is None else _figure(ours, row['metric'])} against "
                           f"{row['best']}'s {best:.4f})")
     # Each kept dataset names the machine it ran on; a result without one ran in this process.
-    machines = []
-    for m in [e["machine"] if "machine" in e else stamp["machine"] for e in compared] or [
-            stamp["machine"]]:
-        where = f"{m['cpu']}, {m['cores']} cores"
-        if where not in machines:
-            machines.append(where)
+    machines = dict.fromkeys(f"{m['cpu']}, {m['cores']} cores" for m in (
+        e.get("machine") or stamp["machine"] for e in compared))
     seeds = max((row["pipeline"]["runs"] for row in targets.values()
                  if row and row["pipeline"]), default=0)
     finished = sorted(e["finished"] for e in compared if "finished" in e)
