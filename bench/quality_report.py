@@ -58,6 +58,9 @@ def markdown(compared: list[dict]) -> str:
                   f"{training['epochs_budget']}" if training else "—")
         if training and training.get("refit_epochs"):
             epochs += f", refit {training['refit_epochs']}"
+        if training and training.get("still_learning"):
+            # The budget ended while the validation loss was still falling: a defect to see.
+            epochs += ", **still learning**"
         seconds = (f"{entry['component_seconds']:.0f} / "
                    + ", ".join(f"{entry['tree_seconds'][t]:.1f}" for t in TREES))
         for row in entry["metrics"]:

@@ -620,6 +620,13 @@ def test_quality_compares_with_the_best_of_three_trees_over_seeds(tmp_path):
     kept = {**kept, "seconds": 3000.4}
     assert re.search(r"\| 30 / [\d.]+, [\d.]+, [\d.]+ \| 3,000 \|",
                      quality_report.markdown([kept]))
+    # A fit whose budget ended while its validation loss still fell says so in its row.
+    training = {"best_epoch": 22, "epochs_run": 22, "epochs_budget": 22, "refit_epochs": 0}
+    for still, shown in ((False, "| 22 / 22 / 22 |"),
+                         (True, "| 22 / 22 / 22, **still learning** |")):
+        table = quality_report.markdown([{**kept, "training": {**training,
+                                                               "still_learning": still}}])
+        assert table.endswith(shown), table
     assert quality_report.markdown([{"dataset": "broken", "source": "a/b", "task": "binary",
                                      "failed": "no label", "seconds": 60}]).endswith(
         "| **no**: no label | — | 60 | — |")
