@@ -159,16 +159,19 @@ NETWORK_SIZES = (
 # A label of a task in TABM_ROWS below that many training rows, with a validation slice to stop
 # on, takes TabM's published defaults (Gorishniy et al., ICLR 2025) in place of NETWORK_SIZES and
 # the Trainer's optimizer: TABM_MEMBERS members sharing three layers of 512, dropout 0.1, no L2,
-# and Adam at TABM_LEARNING_RATE with decoupled weight decay TABM_WEIGHT_DECAY. It raised the
+# Adam at TABM_LEARNING_RATE with decoupled weight decay TABM_WEIGHT_DECAY, and early stopping
+# after TABM_PATIENCE epochs without a better validation loss. It raised the
 # accuracy of both multiclass datasets in the quality suite and lowered the RMSE of both
 # regression datasets tried below 10,000 training rows; on those of 18,774 and 25,252 rows it
 # did no better than NETWORK_SIZES, and on binary labels it did not win. It takes several times
-# the training time. docs/trainer-and-tpu.md ("TabM's published defaults") has the runs.
+# the training time. docs/trainer-and-tpu.md ("TabM's published defaults") has the runs; the
+# patience is the one TabM's published configs use (yandex-research/tabm, `patience = 16`).
 TABM_ROWS = {tasks.MULTICLASS: LARGE_DATA_ROWS, tasks.REGRESSION: 10_000}
 TABM_NETWORK = NetworkSize(0, (512, 512, 512), 0.1, 0.0, "TabM's published defaults")
 TABM_MEMBERS = 32
 TABM_LEARNING_RATE = 0.002
 TABM_WEIGHT_DECAY = 0.0003
+TABM_PATIENCE = 16
 POSITIVE_WORDS = {"yes", "y", "true", "t", "1"}  # a binary label's positive class, in any case
 DISTINCT_CAP = 100_000  # distinct values kept per column while scanning
 CHANCE_AUC = 0.5  # a binary model's AUC when its scores rank nothing
@@ -515,7 +518,7 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     members = ensemble_size(task, train_rows, validated=bool(slice_rows))
     # Without a slice nothing stops early and nothing is refitted: the spec says so.
     refit = refit_factor(train_rows) if slice_rows else 0.0
-    patience = early_stopping_patience(train_rows) if slice_rows else 0
+    patience = (TABM_PATIENCE if tabm else early_stopping_patience(train_rows)) if slice_rows else 0
     values = {
         "label": label_table, "features": features,
         "evaluation": {"slices": slices, "thresholds": {
@@ -607,7 +610,8 @@ def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshol
             "Epochs without a lower validation loss before training stops. make dataset "
             f"writes {SMALL_DATA_PATIENCE}",
             f"below {LARGE_DATA_ROWS:,} training rows and "
-            f"{_DEFAULT_TRAINING.early_stopping_patience} from there on."],
+            f"{_DEFAULT_TRAINING.early_stopping_patience} from there on, {TABM_PATIENCE} with "
+            "TabM's defaults."],
         "training.validation_fraction": [
             "The share of the training rows held out as that slice. make dataset writes "
             f"{SMALL_DATA_VALIDATION_FRACTION:g}",
