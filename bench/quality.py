@@ -49,10 +49,11 @@ SEEDS = (0, 1, 2)
 # committed with the results), under a fingerprint of all that makes it: the files git lists in
 # these files and folders (the code, the lock, the shipped specs and data; not what git
 # ignores, such as a run's inferred schema), the seeds and the Trainer settings. The whole suite
-# takes longer than a working day's sitting on a small machine; a run that is stopped loses only
-# the dataset it was on, and the next run of the same code, in this checkout or another one,
-# goes on from there. Any change to these files starts afresh; the tables
-# (bench/quality_report.py) are not among them.
+# takes hours on a small machine; a run that is stopped loses only the dataset it was on, and
+# the next run of the same code, in this checkout or another one, goes on from there. Any
+# change to these files starts afresh, but for the trees' fits: those are kept by the rows
+# they saw (trees_key), so a change that leaves the rows as they were does not fit them again.
+# The tables (bench/quality_report.py) are not among these files.
 FINGERPRINTED = ("pipeline", "trainer_module", "schemas", "data", "bench/quality.py",
                  "bench/dag_runs.py", "requirements.lock")
 
@@ -142,6 +143,8 @@ def tree_data(examples_uri: str, spec: DatasetSpec) -> TreeData:
     y_eval = np.array([spec.label_of(r) for r in evaluation])
     order = np.lexsort([*x_train.T[::-1], y_train])
     x_train, y_train = x_train[order], y_train[order]
+    order = np.lexsort([*x_eval.T[::-1], y_eval])  # only for trees_key: scores ignore order
+    x_eval, y_eval = x_eval[order], y_eval[order]
     codes: dict[str, list] = {}
     for j, column in enumerate(columns):
         if column in text_codes:
@@ -220,16 +223,54 @@ def fit_tree(tree: str, task: str, data: TreeData, seed: int) -> dict[str, float
     return _score(task, data.y_eval, np.asarray(predicted))
 
 
-def trees(examples_uri: str, spec: DatasetSpec, seeds: tuple[int, ...] = SEEDS) -> dict:
+# What the trees' fits depend on besides their rows and seeds: this file's tree code and
+# these libraries.
+TREE_LIBRARIES = ("scikit-learn", "catboost", "lightgbm", "numpy", "pandas")
+
+
+def trees_key(data: TreeData, task: str, seeds: tuple[int, ...]) -> str:
+    """A digest of all that makes the trees' figures: the rows and roles they see, the task,
+    the seeds, this file and the versions of TREE_LIBRARIES. A change to the pipeline's code
+    that leaves the rows as they were leaves it as it was."""
+    from importlib import metadata
+
+    digest = hashlib.sha256(json.dumps(
+        {"task": task, "seeds": list(seeds), "columns": data.columns,
+         "categorical": data.categorical, "codes": data.codes,
+         "libraries": {name: metadata.version(name) for name in TREE_LIBRARIES}},
+        sort_keys=True, default=str).encode())
+    for array in (data.x_train, data.y_train, data.x_eval, data.y_eval):
+        digest.update(f"{array.dtype}{array.shape}".encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    with open(__file__, "rb") as f:
+        digest.update(f.read())
+    return digest.hexdigest()[:16]
+
+
+def trees(examples_uri: str, spec: DatasetSpec, seeds: tuple[int, ...] = SEEDS,
+          store: str | None = None) -> dict:
     """Each tree's metrics on the run's eval split over `seeds` (mean and spread, the largest
-    minus the smallest), its fit time, and the rows it saw."""
+    minus the smallest), its fit time, and the rows it saw. With `store`: as a fit on the same
+    rows kept it there (`kept` then names when it finished), or else fitted and kept there."""
     data = tree_data(examples_uri, spec)
+    path = os.path.join(store, f"{trees_key(data, spec.task, seeds)}.json") if store else None
+    if path and os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            result = json.load(f)
+        print(f"[bench] {spec.name}: the trees' fits on the same rows, kept from "
+              f"{result['kept']}: {path}", flush=True)
+        return result
     result: dict = {"train_rows": len(data.y_train), "eval_rows": len(data.y_eval)}
     for tree in TREES:
         started = time.monotonic()
         runs = [fit_tree(tree, spec.task, data, seed) for seed in seeds]
         result[tree] = {metric: spread([r[metric] for r in runs]) for metric in runs[0]}
         result[tree]["seconds"] = (time.monotonic() - started) / len(seeds)
+    if path:
+        os.makedirs(store, exist_ok=True)
+        with open(path + ".partial", "w", encoding="utf-8") as f:
+            json.dump({**result, "kept": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, f, indent=2)
+        os.replace(path + ".partial", path)
     return result
 
 
@@ -280,11 +321,12 @@ def pipeline_run(metadata_path: str, pipeline_name: str) -> dict:
             "trainer_seconds": summary.nodes[names.TRAINER].seconds}
 
 
-def compare(runs: list[dict], spec: DatasetSpec, seeds: tuple[int, ...] = SEEDS) -> dict:
-    """The pipeline's runs (`pipeline_run` of each seed's) beside the trees on the same rows:
-    each metric's mean and spread, and the target against the best tree met or missed (None
-    on a metric without a target)."""
-    reference = trees(runs[0]["examples"], spec, seeds)
+def compare(runs: list[dict], spec: DatasetSpec, seeds: tuple[int, ...] = SEEDS,
+            trees_store: str | None = None) -> dict:
+    """The pipeline's runs (`pipeline_run` of each seed's) beside the trees on the same rows
+    (fitted, or as kept in `trees_store`): each metric's mean and spread, and the target
+    against the best tree met or missed (None on a metric without a target)."""
+    reference = trees(runs[0]["examples"], spec, seeds, trees_store)
     best = best_tree(reference, spec.task)
     rows = []
     for metric, evaluator_name in EVALUATOR_NAMES[spec.task].items():
@@ -302,7 +344,9 @@ def compare(runs: list[dict], spec: DatasetSpec, seeds: tuple[int, ...] = SEEDS)
             "training": runs[-1]["training"],
             # The first run's: every step from scratch, as a `make run` of new data.
             "component_seconds": runs[0]["component_seconds"],
-            "tree_seconds": {t: reference[t]["seconds"] for t in TREES}}
+            "tree_seconds": {t: reference[t]["seconds"] for t in TREES},
+            # When the trees' fits on these rows were kept, if they did not run here.
+            **({"trees_kept": reference["kept"]} if "kept" in reference else {})}
 
 
 def fingerprint(seeds: tuple[int, ...], settings: dict[str, str] | None,
@@ -453,7 +497,7 @@ def run_suite(work_dir: str, only: tuple[str, ...] = (), seeds: tuple[int, ...] 
 
         def produce(entry=entry, messy=messy, name=name) -> dict:
             return _suite_dataset(os.path.join(work_dir, "quality_suite", name), entry, messy,
-                                  seeds, settings)
+                                  seeds, settings, _trees_store(store))
 
         result = kept(store, name, produce) if store else produce()
         print(quality_report.markdown([result]), flush=True)
@@ -461,8 +505,15 @@ def run_suite(work_dir: str, only: tuple[str, ...] = (), seeds: tuple[int, ...] 
     return compared
 
 
+def _trees_store(store: str | None) -> str | None:
+    """Where the trees' fits are kept when the datasets' results are."""
+    from bench import paths
+
+    return paths.TREES_KEPT_DIR if store else None
+
+
 def _suite_dataset(root: str, entry: SuiteDataset, messy: bool, seeds: tuple[int, ...],
-                   settings: dict[str, str] | None) -> dict:
+                   settings: dict[str, str] | None, trees_store: str | None) -> dict:
     """One suite dataset, from its CSV in `root` to its comparison with the trees."""
     from bench import dag_runs
     from pipeline import datasets
@@ -485,7 +536,8 @@ def _suite_dataset(root: str, entry: SuiteDataset, messy: bool, seeds: tuple[int
     folder = os.path.join(schemas, name)
     spec, _ = datasets.load_spec(folder)
     result = compare(run_seeds(data_dir, os.path.join(root, "output"), folder,
-                               dag_runs.pipeline_name(folder), seeds, settings), spec, seeds)
+                               dag_runs.pipeline_name(folder), seeds, settings), spec, seeds,
+                     trees_store)
     result["source"] = source
     return result
 
@@ -511,7 +563,8 @@ def run_shipped(work_dir: str, reuse: dict[str, str] | None = None,
                     config.pipeline_name, seeds, settings)
             else:
                 runs = [pipeline_run(os.path.join(output, METADATA_FILE), config.pipeline_name)]
-            return {**compare(runs, config.spec, seeds), "source": "shipped"}
+            return {**compare(runs, config.spec, seeds, _trees_store(store)),
+                    "source": "shipped"}
 
         compared.append(kept(store, dataset, produce) if store and output is None
                         else produce())

@@ -647,6 +647,55 @@ def test_quality_compares_with_the_best_of_three_trees_over_seeds(tmp_path):
     assert text.endswith(f": missed; the longest: {kept['dataset']} 50 min, beaten 40 min."), text
 
 
+def test_quality_fits_the_trees_again_only_on_other_rows_and_counts_kept_fits_in_the_cost(
+        tmp_path, monkeypatch):
+    """The trees' fits take most of some datasets' time and depend only on the rows they see:
+    a change to the pipeline's code that leaves the rows as they were must not fit them again,
+    and the suite's cost target must still count them."""
+    from bench import quality, quality_report
+
+    rows = TAXI.read_rows()
+    train, evaluation = rows[:600], rows[600:800]
+
+    def examples(name: str, shards: list[list[dict]], eval_rows: list[dict]) -> str:
+        for split, parts in (("train", shards), ("eval", [eval_rows[:100], eval_rows[100:]])):
+            for i, part in enumerate(parts):
+                write_raw(TAXI, part, str(tmp_path / name / f"Split-{split}" / f"data-{i}.gz"))
+        return str(tmp_path / name)
+
+    fits = []
+    real_fit = quality.fit_tree
+    monkeypatch.setattr(quality, "fit_tree", lambda *a, **k: fits.append(1) or real_fit(*a, **k))
+    store = str(tmp_path / "trees-kept")
+    first = quality.trees(examples("first", [train], evaluation), TAXI.spec, (0,), store)
+    assert len(fits) == 3 and "kept" not in first and len(os.listdir(store)) == 1
+    # The same rows in other shards and another order: kept, nothing fitted.
+    again = quality.trees(examples("again", [train[300:], train[:300]], evaluation[::-1]),
+                          TAXI.spec, (0,), store)
+    assert len(fits) == 3 and again["kept"] and {k: v for k, v in again.items()
+                                                  if k != "kept"} == first
+    # Other seeds, or one eval row fewer: fitted again.
+    quality.trees(examples("seed", [train], evaluation), TAXI.spec, (1,), store)
+    quality.trees(examples("fewer", [train], evaluation[:-1]), TAXI.spec, (0,), store)
+    assert len(fits) == 9 and len(os.listdir(store)) == 3
+
+    def run(auc: float) -> dict:
+        return {"examples": str(tmp_path / "again"), "metrics": {"auc": auc,
+                "binary_accuracy": 0.9}, "training": None, "component_seconds": 30.0,
+                "trainer_seconds": 10.0}
+
+    entry = {**quality.compare([run(0.9)], TAXI.spec, (0,), store), "seconds": 600.0}
+    assert len(fits) == 9 and entry["trees_kept"] == again["kept"]
+    fitted = sum(first[t]["seconds"] for t in quality.TREES)
+    assert quality_report.kept_tree_seconds(entry) == pytest.approx(fitted)
+    assert f"| 600 + {fitted:,.0f} of kept tree fits |" in quality_report.markdown([entry])
+    stamp = {"measured_at": "now", "machine": {"cpu": "CPU", "cores": 2}}
+    text = quality_report.summary([entry], stamp, 600.0)
+    assert (f"10 min of runs (1 datasets, 1 seeds each), and {fitted / 60:.0f} min of tree fits "
+            "on the same rows kept from earlier runs (1 datasets).") in text
+    assert f"Wall time {(600 + fitted) / 60:.0f} min from scratch (the kept tree" in text
+
+
 def test_quality_settings_name_trainer_variables_and_stay_out_of_the_published_table(capsys):
     from bench import quality
 
