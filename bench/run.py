@@ -90,7 +90,8 @@ def run_scale(times: float, base_steps: int, rounds: int, dags: tuple[str, ...],
     steps = max(1, round(base_steps * times))
     output = os.path.join(WORK_DIR, f"ours_{times:g}x")
     record = {"label": _scale_label(times), "times": times, "rows": rows, "train_steps": steps,
-              "beam_args": list(local_beam_args(data_dir)), "rounds": []}
+              "beam_args": [tables.short_path(a) for a in local_beam_args(data_dir)],
+              "rounds": []}
     _say(f"{_scale_label(times)}: {rows:,} rows, {steps:,} training steps, {rounds} round(s) "
          f"of {', '.join(dags)}")
     for index in range(rounds):

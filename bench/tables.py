@@ -182,7 +182,7 @@ def targets(result: dict) -> list[tuple[str, str, bool | None]]:
     return out
 
 
-def _short_path(arg: str) -> str:
+def short_path(arg: str) -> str:
     """A Beam argument with a path value shown by its file name (the machine's paths vary)."""
     flag, _, path = arg.partition("=")
     return f"{flag}={os.path.basename(path)}" if os.sep in path else arg
@@ -229,7 +229,7 @@ def _settings(result: dict) -> list[str]:
              "scale):", "", "| setting | " + " | ".join(DAG_NAMES.values()) + " |",
              "|---|---|---|---|"]
     for scale in result["scale"]:
-        args = " ".join(f"`{_short_path(a)}`" for a in scale["beam_args"])
+        args = " ".join(f"`{short_path(a)}`" for a in scale["beam_args"])
         lines.append(f"| Beam arguments, {scale['label']} | {args} | the same | none "
                      "(DirectRunner's defaults: in memory, 1 worker) |")
     first = result["scale"][0]["rounds"][0]["runs"]
