@@ -164,9 +164,9 @@ def test_binary_multiclass_and_small_regression_data_get_an_ensemble_and_others_
     (900, "binary", False)])
 def test_small_multiclass_and_regression_data_take_tabms_published_defaults(tmp_path, rows, task,
                                                                             tabm):
-    """TabM's network, optimizer and patience are written for a multiclass or regression label
-    below its TABM_ROWS training rows with a validation slice, and reach the Trainer's settings;
-    other data keeps the sized network, the Trainer's optimizer and the small data's patience."""
+    """TabM's network and optimizer are written for a multiclass or regression label below
+    its TABM_ROWS training rows with a validation slice, and reach the Trainer's settings;
+    other data keeps the sized network and the Trainer's optimizer."""
     rng = random.Random(rows)
     labels = {"multiclass": ["a", "b", "c"], "binary": ["a", "b"]}.get(task)
     spec = _made(tmp_path, "small", [
@@ -176,25 +176,23 @@ def test_small_multiclass_and_regression_data_take_tabms_published_defaults(tmp_
     trainer = configure(from_env({"DATASET": str(tmp_path / "small")})).trainer
     written = (spec["model"]["hidden_units"], spec["model"]["dropout"], spec["model"]["l2"],
                spec["model"]["ensemble_size"], spec["training"].get("learning_rate"),
-               spec["training"].get("weight_decay"), spec["training"]["early_stopping_patience"])
+               spec["training"].get("weight_decay"))
     used = (list(trainer.model.hidden_units), trainer.model.dropout, trainer.model.l2,
             trainer.model.ensemble_size, trainer.training.learning_rate,
-            trainer.training.weight_decay, trainer.training.early_stopping_patience)
+            trainer.training.weight_decay)
     if tabm:
         network = bootstrap.TABM_NETWORK
         assert written == used == (list(network.hidden_units), network.dropout, network.l2,
                                    bootstrap.TABM_MEMBERS, bootstrap.TABM_LEARNING_RATE,
-                                   bootstrap.TABM_WEIGHT_DECAY, bootstrap.TABM_PATIENCE)
+                                   bootstrap.TABM_WEIGHT_DECAY)
         assert "TabM's published defaults" in (tmp_path / "small" / datasets.SPEC_FILE).read_text(
             encoding="utf-8")
     else:
         size = bootstrap.network_size(rows * 2 // 3)
         assert written[:3] == (list(size.hidden_units), size.dropout, size.l2)
-        assert written[4:6] == (None, None)
+        assert written[4:] == (None, None)
         defaults = TrainerConfig().training
-        assert used[4:6] == (defaults.learning_rate, defaults.weight_decay)
-        # With a slice, the patience of any dataset below LARGE_DATA_ROWS; without one, none.
-        assert written[6] == used[6] == (bootstrap.SMALL_DATA_PATIENCE if rows >= 900 else 0)
+        assert used[4:] == (defaults.learning_rate, defaults.weight_decay)
         assert used[3] == (1 if task == "multiclass" else bootstrap.BINARY_ENSEMBLE_SIZE)
 
 

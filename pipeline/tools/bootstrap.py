@@ -78,8 +78,8 @@ INTEGER_NUMBER_BINS = NUMERIC_BINS
 # The sized network reads that number view with one bin, the value's place in the column's
 # range: its ids already give each value a weight of its own, which quantile steps over a few
 # values repeated (a column of 3 values had 16 bins). TabM's published defaults keep
-# INTEGER_NUMBER_BINS; they were not measured with one. docs/trainer-and-tpu.md ("An
-# integer's number view: one bin") has the runs.
+# INTEGER_NUMBER_BINS: with one bin there, hpc-data fell below its target over three seeds.
+# docs/trainer-and-tpu.md ("An integer's number view: one bin") has the runs.
 SIZED_INTEGER_BINS = 1
 # Non-negative numbers this skewed have a long right tail: log them first.
 LONG_TAIL_SKEW = 2.0
@@ -112,7 +112,8 @@ REFIT_FACTOR = 1.1
 # Below LARGE_DATA_ROWS, early stopping waits this many epochs for a lower validation loss
 # (TrainingConfig.early_stopping_patience); from there on, the Trainer's default. A small
 # slice's loss is noisy and an epoch is cheap; docs/trainer-and-tpu.md ("Wider embeddings and a
-# longer wait") has the runs.
+# longer wait") has the runs. Under TabM's defaults too: with TabM's own 16, hpc-data fell
+# below its target over three seeds (docs/trainer-and-tpu.md, "TabM's published defaults").
 SMALL_DATA_PATIENCE = 30
 # Below SMALL_DATA_ROWS training rows, the validation slice is this share of them
 # (DataConfig.validation_fraction) instead of the Trainer's default. Its loss picks the kept
@@ -159,19 +160,16 @@ NETWORK_SIZES = (
 # A label of a task in TABM_ROWS below that many training rows, with a validation slice to stop
 # on, takes TabM's published defaults (Gorishniy et al., ICLR 2025) in place of NETWORK_SIZES and
 # the Trainer's optimizer: TABM_MEMBERS members sharing three layers of 512, dropout 0.1, no L2,
-# Adam at TABM_LEARNING_RATE with decoupled weight decay TABM_WEIGHT_DECAY, and early stopping
-# after TABM_PATIENCE epochs without a better validation loss. It raised the
+# and Adam at TABM_LEARNING_RATE with decoupled weight decay TABM_WEIGHT_DECAY. It raised the
 # accuracy of both multiclass datasets in the quality suite and lowered the RMSE of both
 # regression datasets tried below 10,000 training rows; on those of 18,774 and 25,252 rows it
 # did no better than NETWORK_SIZES, and on binary labels it did not win. It takes several times
-# the training time. docs/trainer-and-tpu.md ("TabM's published defaults") has the runs; the
-# patience is the one TabM's published configs use (yandex-research/tabm, `patience = 16`).
+# the training time. docs/trainer-and-tpu.md ("TabM's published defaults") has the runs.
 TABM_ROWS = {tasks.MULTICLASS: LARGE_DATA_ROWS, tasks.REGRESSION: 10_000}
 TABM_NETWORK = NetworkSize(0, (512, 512, 512), 0.1, 0.0, "TabM's published defaults")
 TABM_MEMBERS = 32
 TABM_LEARNING_RATE = 0.002
 TABM_WEIGHT_DECAY = 0.0003
-TABM_PATIENCE = 16
 POSITIVE_WORDS = {"yes", "y", "true", "t", "1"}  # a binary label's positive class, in any case
 DISTINCT_CAP = 100_000  # distinct values kept per column while scanning
 CHANCE_AUC = 0.5  # a binary model's AUC when its scores rank nothing
@@ -518,7 +516,7 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     members = ensemble_size(task, train_rows, validated=bool(slice_rows))
     # Without a slice nothing stops early and nothing is refitted: the spec says so.
     refit = refit_factor(train_rows) if slice_rows else 0.0
-    patience = (TABM_PATIENCE if tabm else early_stopping_patience(train_rows)) if slice_rows else 0
+    patience = early_stopping_patience(train_rows) if slice_rows else 0
     values = {
         "label": label_table, "features": features,
         "evaluation": {"slices": slices, "thresholds": {
@@ -610,8 +608,7 @@ def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshol
             "Epochs without a lower validation loss before training stops. make dataset "
             f"writes {SMALL_DATA_PATIENCE}",
             f"below {LARGE_DATA_ROWS:,} training rows and "
-            f"{_DEFAULT_TRAINING.early_stopping_patience} from there on, {TABM_PATIENCE} with "
-            "TabM's defaults."],
+            f"{_DEFAULT_TRAINING.early_stopping_patience} from there on."],
         "training.validation_fraction": [
             "The share of the training rows held out as that slice. make dataset writes "
             f"{SMALL_DATA_VALIDATION_FRACTION:g}",
