@@ -166,7 +166,8 @@ def test_small_multiclass_and_regression_data_take_tabms_published_defaults(tmp_
                                                                             tabm):
     """TabM's network and optimizer are written for a multiclass or regression label below
     its TABM_ROWS training rows with a validation slice, and reach the Trainer's settings;
-    other data keeps the sized network and the Trainer's optimizer."""
+    other data keeps the sized network and the Trainer's optimizer. Either way the small
+    data's patience is written (TabM's own 16 lost hpc-data its target), none without a slice."""
     rng = random.Random(rows)
     labels = {"multiclass": ["a", "b", "c"], "binary": ["a", "b"]}.get(task)
     spec = _made(tmp_path, "small", [
@@ -180,6 +181,9 @@ def test_small_multiclass_and_regression_data_take_tabms_published_defaults(tmp_
     used = (list(trainer.model.hidden_units), trainer.model.dropout, trainer.model.l2,
             trainer.model.ensemble_size, trainer.training.learning_rate,
             trainer.training.weight_decay)
+    patience = bootstrap.SMALL_DATA_PATIENCE if rows >= 900 else 0
+    assert spec["training"]["early_stopping_patience"] == (
+        trainer.training.early_stopping_patience) == patience
     if tabm:
         network = bootstrap.TABM_NETWORK
         assert written == used == (list(network.hidden_units), network.dropout, network.l2,
