@@ -121,6 +121,8 @@ TRAINER_VARIABLES = {
     "STRATEGY": ("strategy", _env_str),
     "TPU_ADDRESS": ("tpu_address", _env_str),
     "STEPS_PER_EXECUTION": ("steps_per_execution", _env_int),
+    "MIXED_PRECISION": ("mixed_precision", _env_str),
+    "EXPORT_PARITY_TOLERANCE": ("export_parity_tolerance", _env_float),
     "PROFILE_STEPS": ("profile_steps", _env_steps),
 }
 

@@ -227,6 +227,15 @@ def test_env_values_are_checked():
     assert config.trainer.training.lr_scaling == "linear" and config.trainer.training.warm_start
     assert config.trainer.training.lr_decay == "none"
     assert config.data_dir == os.path.abspath("data")
+    # The remedies the export parity gate names reach the Trainer's config.
+    runtime = configure(from_env({"MIXED_PRECISION": "float32",
+                                  "EXPORT_PARITY_TOLERANCE": "0.05"})).trainer.runtime
+    assert runtime.mixed_precision == "float32" and runtime.export_parity_tolerance == 0.05
+    with pytest.raises(ConfigError, match=r"mixed_precision='bf16': expected one of auto, "
+                                          r"float32, mixed_bfloat16"):
+        configure(from_env({"MIXED_PRECISION": "bf16"}))
+    with pytest.raises(ConfigError, match=r"EXPORT_PARITY_TOLERANCE='loose': expected a number"):
+        configure(from_env({"EXPORT_PARITY_TOLERANCE": "loose"}))
 
 
 def test_runner_fails_before_any_component_runs(tmp_path, monkeypatch, capsys):

@@ -388,6 +388,38 @@ def test_fold_networks_answer_their_mean_and_export_it(task_data, tmp_path):
     _assert_export_answers_as(task_data, folded, config, scale, tmp_path)
 
 
+def test_the_means_answer_in_float32_under_mixed_bfloat16(task_data):
+    """Trained in bfloat16 (a TPU's precision), an ensemble's answer and a fold mean's are
+    the float32 mean of their members' float32 answers: a mean rounded to bfloat16 is off by
+    up to 0.125 at a label near 42, which the validation loss and the export parity gate
+    would see."""
+    spec = task_data.spec
+    scale = (42.0, 7.0) if spec.task == "regression" else (0.0, 1.0)
+    config = TrainerConfig.create(hidden_units=(128,), ensemble_size=4, wide=True,
+                                  validation_folds=2)
+    tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        networks = [_model(task_data, config, scale) for _ in range(2)]
+        folded = fold_mean(networks)
+    finally:
+        tf_keras.mixed_precision.set_global_policy("float32")
+    assert networks[0].get_layer("hidden_0").compute_dtype == "bfloat16"
+    assert networks[0].get_layer("wide_per_member").output.dtype == tf.float32
+    batch = next(iter(tf.data.TFRecordDataset(task_data.train_files, "GZIP").batch(64)))
+    inputs = model_inputs(tf.io.parse_example(batch, _tft(task_data).transformed_feature_spec()),
+                          spec)
+    per_member = [network.members()(inputs) for network in networks]
+    assert all(answers.dtype == tf.float32 for answers in per_member)
+    means = [network(inputs) for network in networks]
+    assert all(mean.dtype == tf.float32 for mean in means)
+    for mean, answers in zip(means, per_member, strict=True):
+        np.testing.assert_allclose(mean.numpy(), answers.numpy().mean(axis=1), rtol=1e-6)
+    answer = folded(inputs)
+    assert answer.dtype == tf.float32
+    np.testing.assert_allclose(answer.numpy(), np.mean([m.numpy() for m in means], axis=0),
+                               rtol=1e-6)
+
+
 def test_packed_members_train_hidden_layers_of_their_own(transformed_data, tmp_path):
     """TabM-packed: each member's hidden layers are its own, started as one MLP's would be
     (not k times smaller), penalised by l2 / k; the export answers as the trained members'

@@ -139,12 +139,13 @@ def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
                           name=WIDE_LAYER)([inputs[single] for single in singles])
         if members > 1:
             # One term for every member: [batch, units] → [batch, 1, units].
-            wide = tf_keras.layers.Reshape((1, units), name="wide_per_member")(wide)
+            wide = tf_keras.layers.Reshape((1, units), dtype="float32",
+                                           name="wide_per_member")(wide)
     if members == 1:
         output = spec.task_info.head(spec.num_classes, label_scale, wide=wide)(x)
         return tf_keras.Model(inputs=inputs, outputs=output, name=name)
     per_member = spec.task_info.head(spec.num_classes, label_scale, MemberDense, wide)(x)
-    output = MemberMean(name=MEMBER_MEAN_LAYER)(per_member)
+    output = MemberMean(dtype="float32", name=MEMBER_MEAN_LAYER)(per_member)
     return Ensemble(inputs=inputs, outputs=output, name=name)
 
 
@@ -157,8 +158,9 @@ def fold_mean(networks: list[tf_keras.Model]) -> tf_keras.Model:
               for key, tensor in first.items()}
     answers = [tf_keras.Model(network.input, network.output, name=f"fold_{i}")(inputs)
                for i, network in enumerate(networks)]
-    return tf_keras.Model(inputs, tf_keras.layers.Average(name=FOLD_MEAN_LAYER)(answers),
-                          name=networks[0].name)
+    return tf_keras.Model(
+        inputs, tf_keras.layers.Average(dtype="float32", name=FOLD_MEAN_LAYER)(answers),
+        name=networks[0].name)
 
 
 def build_export(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
@@ -254,7 +256,10 @@ class MemberDense(tf_keras.layers.Layer):
 
 
 class MemberMean(tf_keras.layers.Layer):
-    """[batch, k, n] → [batch, n]: the ensemble's answer, the mean of its members'."""
+    """[batch, k, n] → [batch, n]: the ensemble's answer, the mean of its members'. Built
+    float32, as the head is: under mixed_bfloat16 a layer of the policy would round the
+    members' float32 answers to bfloat16 first (a step of 0.25 at a label of 42), and the
+    validation loss, early stopping and the export parity gate would all see the rounding."""
 
     def call(self, per_member: tf.Tensor) -> tf.Tensor:
         return tf.reduce_mean(per_member, axis=1)

@@ -92,5 +92,6 @@ def check(parity: Parity) -> None:
             f"#{parity.worst_example} the export serves {parity.served:.6g} where the trained "
             f"model predicts {parity.trained:.6g}. The model is not handed on (nothing is "
             "evaluated, blessed or pushed). Check that the export rebuilds the trained network "
-            "(trainer_module/export.py), or raise export_parity_tolerance if the training "
-            "precision explains the gap")
+            "(trainer_module/export.py). If the training precision explains the gap, train "
+            "in float32 (mixed_precision, MIXED_PRECISION=float32 for make run) or raise "
+            "export_parity_tolerance (EXPORT_PARITY_TOLERANCE)")
