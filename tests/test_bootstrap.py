@@ -659,8 +659,8 @@ def test_a_model_that_learned_nothing_is_not_blessed(tmp_path):
 
 @pytest.mark.parametrize("rows, slice_rows, fraction", [
     (300, 0, None), (600, 100, 0.2), (3000, 400, 0.2), (9000, 600, 0.1)])
-def test_the_spec_says_truly_how_small_data_chooses_its_epochs(tmp_path, rows, slice_rows,
-                                                                fraction):
+def test_the_spec_says_truly_how_small_data_chooses_its_epochs(tmp_path, capsys, rows,
+                                                                slice_rows, fraction):
     """600 rows (400 training rows): a 20% slice would hold 80, so the Trainer grows it to 100
     rows and the spec keeps early stopping and the refit, saying so; 300 rows: no slice is
     possible, and the spec writes patience 0 and refit_factor 0 with the reason. Below
@@ -681,6 +681,12 @@ def test_the_spec_says_truly_how_small_data_chooses_its_epochs(tmp_path, rows, s
         assert training["early_stopping_patience"] == bootstrap.SMALL_DATA_PATIENCE
         assert training["refit_factor"] == bootstrap.REFIT_FACTOR
         assert f"validation slice of about {slice_rows} rows" in text
+        # The wait the Trainer applies (config.patience_after), in the spec and the console.
+        comments = " ".join(line.lstrip("#").strip() for line in text.splitlines()
+                            if line.startswith("#"))
+        assert "a best at epoch b is waited on for 2b epochs when fewer, at least 10." in comments
+        assert (f"patience {bootstrap.SMALL_DATA_PATIENCE} at most (2x the best epoch when "
+                "fewer, at least 10)") in capsys.readouterr().out
         # A budget in steps, past 200 epochs, ending at a rate that still learns.
         assert steps >= bootstrap.MIN_TRAIN_STEPS and training["epochs"] > bootstrap.MAX_EPOCHS
         assert training["lr_floor"] == bootstrap.LR_FLOOR

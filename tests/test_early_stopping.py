@@ -7,6 +7,7 @@ import pytest
 import tf_keras
 
 from trainer_module import tasks
+from trainer_module.config import MIN_PATIENCE
 from trainer_module.early_stopping import MONITOR, BestEpoch, TrainingRecord, selection_loss
 
 
@@ -65,6 +66,27 @@ def test_training_stops_after_patience_epochs_without_a_new_best_on_the_best_wei
     record, weight = _train([1.0, 0.5, 0.7, 0.6, 0.4, 0.3], patience=2)
     assert (record.epochs_run, record.best_epoch, record.stopped_early) == (4, 2, True)
     assert record.best_val_loss == 0.5 and weight == 2.0
+
+
+def test_an_early_best_is_waited_on_for_twice_its_epochs_at_least_ten():
+    """With a patience of 30, a best at epoch 4 stops the run MIN_PATIENCE epochs later (at
+    14), a best at epoch 12 at epoch 36 (it waits 24), and a best at epoch 20 waits the whole
+    30; a later best resets the wait to its own epoch's."""
+    def falling_until(best: int, epochs: int = 120) -> list[float]:
+        return [1.0 / (e + 1) if e < best else 1.0 for e in range(epochs)]
+
+    assert MIN_PATIENCE == 10
+    for best, stop in ((4, 14), (12, 36), (20, 50)):
+        record, weight = _train(falling_until(best), patience=30)
+        assert (record.epochs_run, record.best_epoch, record.stopped_early) == (stop, best, True)
+        assert weight == float(best)
+    # A best at epoch 4, then one at epoch 13 (9 epochs on): the wait becomes 26.
+    losses = falling_until(4)
+    losses[12] = 0.01
+    record, weight = _train(losses, patience=30)
+    assert (record.epochs_run, record.best_epoch, weight) == (39, 13, 13.0)
+    # A patience below MIN_PATIENCE is the wait itself.
+    assert _train(falling_until(4), patience=3)[0].epochs_run == 7
 
 
 def test_a_budget_that_ends_in_a_dip_still_ends_on_the_best_weights():

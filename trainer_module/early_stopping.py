@@ -15,6 +15,7 @@ import tf_keras
 from absl import logging
 
 from trainer_module import tasks
+from trainer_module.config import patience_after
 
 # The file in the Trainer's model_run_dir that records the budget and where training stopped
 # (the run report reads it).
@@ -104,8 +105,8 @@ def selection_loss(keras_loss: float, model: tf_keras.Model, task: str) -> float
 class BestEpoch(tf_keras.callbacks.Callback):
     """Tracks the validation slice's loss for a `task` label (MONITOR, `selection_loss`,
     which it adds to the epoch's logs for the callbacks after it and the history) each epoch;
-    stops after `patience` epochs without a new best (0: never), and ends training on the
-    best epoch's weights."""
+    stops after `patience_after(best epoch, patience)` epochs without a new best (patience 0:
+    never), and ends training on the best epoch's weights."""
 
     def __init__(self, record: TrainingRecord, patience: int, task: str) -> None:
         super().__init__()
@@ -130,7 +131,8 @@ class BestEpoch(tf_keras.callbacks.Callback):
             self._waited = 0
             return
         self._waited += 1
-        if self.patience and self._waited >= self.patience:
+        if self.patience and self._waited >= patience_after(self.record.best_epoch,
+                                                            self.patience):
             self.record.stopped_early = True
             self.model.stop_training = True
 

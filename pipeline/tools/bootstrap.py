@@ -33,7 +33,9 @@ from trainer_module import dataset_spec, datetimes, keys, numbers, tasks, tf_nam
 from trainer_module.config import (
     MAX_CROSS_BUCKETS,
     MAX_VALIDATION_FRACTION,
+    MIN_PATIENCE,
     MIN_VALIDATION_ROWS,
+    PATIENCE_PER_BEST_EPOCH,
     DataConfig,
     ModelConfig,
     TrainingConfig,
@@ -99,7 +101,8 @@ TRAIN_STEPS_TARGET = 20_000
 MIN_EPOCHS, MAX_EPOCHS = 10, 200
 # With a validation slice to stop on, at least this many steps, past MAX_EPOCHS where an epoch
 # is a few steps: on small data 200 epochs can end while the loss is still falling. Early
-# stopping ends such runs (TrainingConfig.early_stopping_patience epochs after the best).
+# stopping ends such runs (at most TrainingConfig.early_stopping_patience epochs after the
+# best: config.patience_after).
 MIN_TRAIN_STEPS = 10_000
 # With a validation slice, the cosine decay ends at this share of the peak rate
 # (TrainingConfig.lr_floor), so the budget's last epochs still learn.
@@ -109,11 +112,12 @@ LARGE_DATA_ROWS, LARGE_BATCH = 200_000, 1024
 # for this many times the epochs early stopping kept (TrainingConfig.refit_factor);
 # docs/trainer-and-tpu.md ("Refit on every training row") has the runs.
 REFIT_FACTOR = 1.1
-# Below LARGE_DATA_ROWS, early stopping waits this many epochs for a lower validation loss
-# (TrainingConfig.early_stopping_patience); from there on, the Trainer's default. A small
-# slice's loss is noisy and an epoch is cheap; docs/trainer-and-tpu.md ("Wider embeddings and a
-# longer wait") has the runs. Under TabM's defaults too: with TabM's own 16, hpc-data fell
-# below its target over three seeds (docs/trainer-and-tpu.md, "TabM's published defaults").
+# Below LARGE_DATA_ROWS, early stopping waits at most this many epochs for a lower
+# validation loss (TrainingConfig.early_stopping_patience); from there on, the Trainer's
+# default. A small slice's loss is noisy and an epoch is cheap; docs/trainer-and-tpu.md
+# ("Wider embeddings and a longer wait") has the runs. Under TabM's defaults too: with TabM's
+# own 16, hpc-data fell below its target over three seeds (docs/trainer-and-tpu.md, "TabM's
+# published defaults").
 SMALL_DATA_PATIENCE = 30
 # Below SMALL_DATA_ROWS training rows, the validation slice is this share of them
 # (DataConfig.validation_fraction) instead of the Trainer's default. Its loss picks the kept
@@ -569,7 +573,9 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
                      + (f"; auc above {CHANCE_AUC}" if task == tasks.BINARY else ""))
     if slice_rows:
         training = (f"at most {epochs} epochs in batches of {batch}, a validation slice of "
-                    f"about {slice_rows} rows, patience {patience}, "
+                    f"about {slice_rows} rows, patience {patience} at most "
+                    f"({PATIENCE_PER_BEST_EPOCH}x the best epoch when fewer, "
+                    f"at least {MIN_PATIENCE}), "
                     + (f"refit on every training row for {refit:g}x the epochs kept" if refit
                        else "no refit"))
     else:
@@ -605,8 +611,9 @@ def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshol
                                       "nothing: the model must beat it"],
         "training": training,
         "training.early_stopping_patience": [
-            "Epochs without a lower validation loss before training stops. make dataset "
-            f"writes {SMALL_DATA_PATIENCE}",
+            "The most epochs without a lower validation loss before training stops; a best at",
+            f"epoch b is waited on for {PATIENCE_PER_BEST_EPOCH}b epochs when fewer, at least "
+            f"{MIN_PATIENCE}. make dataset writes {SMALL_DATA_PATIENCE}",
             f"below {LARGE_DATA_ROWS:,} training rows and "
             f"{_DEFAULT_TRAINING.early_stopping_patience} from there on."],
         "training.validation_fraction": [
