@@ -748,3 +748,27 @@ def test_a_flat_folders_drift_thresholds_come_from_two_halves_of_its_rows(tmp_pa
     assert tomllib.loads(text)["drift"]["thresholds"] == dict.fromkeys(("plan", "amount", "y"),
                                                                        bootstrap.DRIFT_FLOOR)
     assert "2x the largest distance between two halves of the rows" in text
+
+
+def test_a_timestamp_shared_by_rows_of_one_event_is_also_an_id(tmp_path):
+    """An instant held by about three rows each gives its exact value as an id; unique
+    instants and dates without a time of day do not."""
+    rng = random.Random(5)
+    rows = []
+    for call in range(200):
+        called = f"2016/{1 + call % 12:02d}/{1 + call % 28:02d} {call % 24:02d}:{call % 60:02d}:07"
+        label = rng.choice(["Yes", "No"])
+        for _ in range(3):
+            rows.append({"called": called, "logged": f"2016-01-01T00:00:{len(rows) % 60:02d}"
+                         f"+{len(rows) // 60 % 24:02d}:00",
+                         "day": f"{1 + call % 12}/{1 + call % 28}/2016 0:00:00",
+                         "force": rng.choice(["a", "b", "c"]), "y": label})
+    features = _made(tmp_path, "calls", rows, "y")["features"]
+    called = features["called"]
+    assert called["role"] == "datetime" and called["format"] == "%Y/%m/%d %H:%M:%S"
+    # 200 instants in 600 rows: 3.0 rows each; 8 buckets per instant, as a power of two.
+    assert called["instant_buckets"] == 2048
+    assert "3.0 rows per instant on average" in called["why"]
+    assert features["day"]["role"] == "datetime" and "instant_buckets" not in features["day"]
+    assert features["logged"]["role"] == "datetime"
+    assert "instant_buckets" not in features["logged"]

@@ -65,7 +65,7 @@ def _transform(kind: str, column: str, params: dict, values: list[bytes]) -> dic
 
 
 def test_datetime_becomes_calendar_parts_and_elapsed_time_with_gaps_marked():
-    out = _transform("datetime", "when", {"format": ""},
+    out = _transform("datetime", "when", {"format": "", "instant_buckets": 0},
                      [b"2016-07-02", b"2016-07-04T12:00:00Z", b"2016-07-03T12:00:00+12:00",
                       b"someday", b""])
     name = lambda part: transformed_name(f"when_{part}")  # noqa: E731
@@ -80,6 +80,24 @@ def test_datetime_becomes_calendar_parts_and_elapsed_time_with_gaps_marked():
     for key, values in out.items():
         if key != transformed_name("when_missing"):
             np.testing.assert_array_equal(values[3:], 0.0)
+
+
+def test_a_datetimes_instant_is_one_id_for_the_same_text_and_its_own_for_a_gap():
+    params = {"format": "", "instant_buckets": 64}
+    out = _transform("datetime", "when", params,
+                     [b"2016-07-02T10:00:00Z", b" 2016-07-02T10:00:00Z", b"2016-07-02T10:00:01Z",
+                      b""])
+    ids = out[transformed_name("when_instant")]
+    assert ids[0] == ids[1] and ids[0] != ids[2]
+    assert ids[3] == 64 and ids[:3].max() < 64
+    assert KINDS["datetime"].rows("when", params, None) == 65
+    # The calendar parts are the same as without the id.
+    plain = _transform("datetime", "when", {"format": "", "instant_buckets": 0},
+                       [b"2016-07-02T10:00:00Z", b" 2016-07-02T10:00:00Z",
+                        b"2016-07-02T10:00:01Z", b""])
+    assert transformed_name("when_instant") not in plain
+    for key, values in plain.items():
+        np.testing.assert_array_equal(out[key], values)
 
 
 def test_text_becomes_fixed_width_token_ids_with_padding():

@@ -298,9 +298,15 @@ def _datetime_names(column: str) -> list[str]:
     return names
 
 
+def _instant_name(column: str) -> str:
+    """The name of a datetime's exact value as an id (its `instant_buckets`)."""
+    return transformed_name(f"{column}_instant")
+
+
 def _datetime_outputs(column: str, params: dict) -> tuple[Output, ...]:
+    instant = (Output(_instant_name(column), CATEGORY),) if params["instant_buckets"] else ()
     return (*(Output(n, FLOAT) for n in _datetime_names(column)),
-            Output(_missing_name(column), FLOAT))
+            Output(_missing_name(column), FLOAT), *instant)
 
 
 def days_from_civil(year: Any, month: Any, day: Any) -> Any:
@@ -359,6 +365,12 @@ def _datetime(x: Any, column: str, params: dict) -> dict[str, Any]:
     outputs = {name: tf.where(ok, part, zero)
                for name, part in zip(_datetime_names(column), parts, strict=True)}
     outputs[_missing_name(column)] = 1.0 - tf.cast(ok, tf.float32)
+    buckets = params["instant_buckets"]
+    if buckets:
+        # The value's text, hashed: rows that share an instant share an id (missing: its own).
+        outputs[_instant_name(column)] = tf.where(
+            present, tf.strings.to_hash_bucket_fast(values, buckets),
+            tf.constant(buckets, tf.int64))
     return outputs
 
 
@@ -427,11 +439,14 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          _one(transformed_name), _hashed, lambda column, p, _: p["buckets"] + 1),
     # A date or timestamp (ISO-8601, or the strftime-style `format`): year, elapsed time since
     # the training minimum, month, weekday, day and hour as sine and cosine; unparseable or
-    # missing → all 0 and the is-missing indicator.
+    # missing → all 0 and the is-missing indicator. With `instant_buckets`, also the exact
+    # value's text hashed into that many ids (missing → id `instant_buckets`): rows that
+    # share an instant, such as one event recorded on several rows, share an id.
     Kind("datetime", (BYTES,), {"format": Param("", _check_format,
                                                 "a format of %Y %m %d %H %M %S fields, or \"\""
-                                                " for ISO-8601")},
-         _datetime_outputs, _datetime),
+                                                " for ISO-8601"),
+                                "instant_buckets": _whole_default(0, 0)},
+         _datetime_outputs, _datetime, lambda column, p, _: p["instant_buckets"] + 1),
     # Lowercased words hashed into `buckets` ids, padded or cut to `max_tokens` positions
     # (static shapes), averaged through one embedding of `dim` wide; missing → no words.
     Kind("text", (BYTES,), {"buckets": _whole_default(10_000, 2),

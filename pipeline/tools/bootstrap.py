@@ -64,6 +64,14 @@ TEXT_MAX_TOKENS = 64
 TEXT_BUCKETS = 10_000
 # Dates and timestamps: a string column where this share of the distinct values parses.
 DATETIME_MIN_SHARE = 0.99
+# A timestamp (a time of day in some value) whose instants hold at least this many rows each
+# on average also gives its exact value as an id: rows that share an instant are often one
+# event recorded on several rows (one police call, several uses of force), and their labels
+# agree. Its hash buckets: a power of two of at least this many per distinct instant (few
+# collisions), at most INSTANT_BUCKETS_MAX.
+INSTANT_MIN_ROWS = 2.0
+INSTANT_BUCKETS_PER_VALUE = 8
+INSTANT_BUCKETS_MAX = 65536
 MOSTLY_EMPTY = 0.95
 # Categories: up to this many distinct values, each seen this often on average, get a
 # vocabulary; wider or rarer ones, hash buckets.
@@ -297,6 +305,19 @@ def scan(data_dir: str, dialect: Dialect = Dialect()) -> dict[str, Column]:
     return columns
 
 
+def instant_buckets(column: Column, format_: str) -> int:
+    """A timestamp column's `instant_buckets` (0: its instants are not shared by rows, or its
+    values are dates without a time of day)."""
+    distinct = len(column.values)
+    if column.present < INSTANT_MIN_ROWS * distinct:
+        return 0
+    pattern = datetimes.pattern(format_)
+    if not any(fields.get("H") or fields.get("M") or fields.get("S")
+               for fields in map(pattern.fields, column.distinct) if fields):
+        return 0
+    return min(INSTANT_BUCKETS_MAX, 2 ** math.ceil(math.log2(INSTANT_BUCKETS_PER_VALUE * distinct)))
+
+
 def role_for(column: Column, type_name: str) -> tuple[dict, str]:
     """(the feature entry, why) for a column of the schema type `type_name`."""
     n, present, distinct = column.rows, column.present, len(column.values)
@@ -309,8 +330,15 @@ def role_for(column: Column, type_name: str) -> tuple[dict, str]:
         format_ = datetimes.detect(sorted(column.distinct), DATETIME_MIN_SHARE)
         if format_ is not None:
             entry = {"role": "datetime", **({"format": format_} if format_ else {})}
-            return entry, (f"dates: {DATETIME_MIN_SHARE:.0%} or more of {len(column.distinct)} "
-                           f"distinct values parse as {format_ or 'ISO-8601'}")
+            why = (f"dates: {DATETIME_MIN_SHARE:.0%} or more of {len(column.distinct)} "
+                   f"distinct values parse as {format_ or 'ISO-8601'}")
+            buckets = instant_buckets(column, format_)
+            if buckets:
+                entry["instant_buckets"] = buckets
+                why += (f"; {present / distinct:.1f} rows per instant on average: also each "
+                        f"exact instant as an id ({buckets} hash buckets), as rows of one event "
+                        "share it")
+            return entry, why
         words = column.words / present
         vocabulary = (distinct <= VOCABULARY_MAX
                       and distinct * VOCABULARY_MIN_AVERAGE_COUNT <= present)
