@@ -254,14 +254,20 @@ def _number_column(column: str) -> str:
     return column + "_number"
 
 
+def _hash_ids(text: Any, present: Any, buckets: int) -> Any:
+    """Each text's hash bucket in [0, buckets); a missing one, id `buckets`."""
+    import tensorflow as tf
+
+    return tf.where(present, tf.strings.to_hash_bucket_fast(text, buckets),
+                    tf.constant(buckets, tf.int64))
+
+
 def _hashed(x: Any, column: str, params: dict) -> dict[str, Any]:
     import tensorflow as tf
 
-    n = params["buckets"]
     values, present = to_dense(x, "" if x.dtype == tf.string else 0)
     text = values if values.dtype == tf.string else tf.strings.as_string(values)
-    buckets = tf.strings.to_hash_bucket_fast(text, n)
-    return {transformed_name(column): tf.where(present, buckets, tf.constant(n, tf.int64))}
+    return {transformed_name(column): _hash_ids(text, present, params["buckets"])}
 
 
 def _vocabulary(x: Any, column: str, params: dict) -> dict[str, Any]:
@@ -365,12 +371,9 @@ def _datetime(x: Any, column: str, params: dict) -> dict[str, Any]:
     outputs = {name: tf.where(ok, part, zero)
                for name, part in zip(_datetime_names(column), parts, strict=True)}
     outputs[_missing_name(column)] = 1.0 - tf.cast(ok, tf.float32)
-    buckets = params["instant_buckets"]
-    if buckets:
-        # The value's text, hashed: rows that share an instant share an id (missing: its own).
-        outputs[_instant_name(column)] = tf.where(
-            present, tf.strings.to_hash_bucket_fast(values, buckets),
-            tf.constant(buckets, tf.int64))
+    if params["instant_buckets"]:
+        # The value's text, hashed: rows that share an instant share an id.
+        outputs[_instant_name(column)] = _hash_ids(values, present, params["instant_buckets"])
     return outputs
 
 

@@ -305,6 +305,11 @@ def scan(data_dir: str, dialect: Dialect = Dialect()) -> dict[str, Column]:
     return columns
 
 
+def power_of_two(n: float, most: int) -> int:
+    """The least power of two at or above `n`, at most `most` (table sizes, token counts)."""
+    return min(most, 2 ** math.ceil(math.log2(n)))
+
+
 def instant_buckets(column: Column, format_: str) -> int:
     """A timestamp column's `instant_buckets` (0: its instants are not shared by rows, or its
     values are dates without a time of day)."""
@@ -315,7 +320,7 @@ def instant_buckets(column: Column, format_: str) -> int:
     if not any(fields.get("H") or fields.get("M") or fields.get("S")
                for fields in map(pattern.fields, column.distinct) if fields):
         return 0
-    return min(INSTANT_BUCKETS_MAX, 2 ** math.ceil(math.log2(INSTANT_BUCKETS_PER_VALUE * distinct)))
+    return power_of_two(INSTANT_BUCKETS_PER_VALUE * distinct, INSTANT_BUCKETS_MAX)
 
 
 def role_for(column: Column, type_name: str) -> tuple[dict, str]:
@@ -343,7 +348,7 @@ def role_for(column: Column, type_name: str) -> tuple[dict, str]:
         vocabulary = (distinct <= VOCABULARY_MAX
                       and distinct * VOCABULARY_MIN_AVERAGE_COUNT <= present)
         if words >= TEXT_MIN_WORDS and not vocabulary:
-            tokens = min(TEXT_MAX_TOKENS, 2 ** math.ceil(math.log2(2 * words)))
+            tokens = power_of_two(2 * words, TEXT_MAX_TOKENS)
             return ({"role": "text", "buckets": TEXT_BUCKETS, "max_tokens": tokens},
                     f"free text: {words:.1f} words on average, {distinct} distinct values in "
                     f"{present} rows")
@@ -352,7 +357,7 @@ def role_for(column: Column, type_name: str) -> tuple[dict, str]:
         if vocabulary:
             return ({"role": "vocabulary", "top_k": VOCABULARY_MAX, "oov_buckets": 10},
                     f"{distinct} distinct strings")
-        buckets = min(HASH_BUCKETS_MAX, 2 ** math.ceil(math.log2(distinct)))
+        buckets = power_of_two(distinct, HASH_BUCKETS_MAX)
         return ({"role": "hashed", "buckets": buckets},
                 f"{distinct} distinct strings in {present} rows: too many or too rare for a "
                 "vocabulary")
@@ -372,7 +377,7 @@ def role_for(column: Column, type_name: str) -> tuple[dict, str]:
                 return entry, why
             return {**entry, "bins": INTEGER_NUMBER_BINS}, f"{why}, also as a number"
         if key.startswith("codes") and distinct > INTEGER_CATEGORY_MAX:
-            buckets = min(HASH_BUCKETS_MAX, 2 ** math.ceil(math.log2(distinct)))
+            buckets = power_of_two(distinct, HASH_BUCKETS_MAX)
             return ({"role": "hashed", "buckets": buckets},
                     f"a code: {distinct} distinct integers spread over [{low:g}, {high:g}]")
     values = column.numbers
