@@ -17,6 +17,7 @@ from trainer_module.dataset_spec import from_dict
 from trainer_module.features import CATEGORY, FLOAT, PACKED_NAMES
 from trainer_module.model import (
     WIDE_LAYER,
+    WIDE_PER_MEMBER_LAYER,
     WIDE_STEP,
     Ensemble,
     build_model,
@@ -404,7 +405,7 @@ def test_the_means_answer_in_float32_under_mixed_bfloat16(task_data):
     finally:
         tf_keras.mixed_precision.set_global_policy("float32")
     assert networks[0].get_layer("hidden_0").compute_dtype == "bfloat16"
-    assert networks[0].get_layer("wide_per_member").output.dtype == tf.float32
+    assert networks[0].get_layer(WIDE_PER_MEMBER_LAYER).output.dtype == tf.float32
     batch = next(iter(tf.data.TFRecordDataset(task_data.train_files, "GZIP").batch(64)))
     inputs = model_inputs(tf.io.parse_example(batch, _tft(task_data).transformed_feature_spec()),
                           spec)

@@ -395,9 +395,9 @@ def test_eight_times_the_batch_keeps_quality_with_the_scaled_learning_rate(trans
 @pytest.mark.long
 def test_killed_trainer_resumes_from_its_last_checkpoint(transformed_data, tmp_path):
     args = _fn_args(transformed_data, str(tmp_path), 4 * 600, checkpoint_epochs=4,
-                    per_replica_batch_size=128, steps_per_execution=1)
+                    per_replica_batch_size=128, steps_per_execution=1, backup_seconds=0)
     args_file = _write_args(tmp_path / "args.json", args)
-    backup = os.path.join(args["model_run_dir"], "backup")
+    backup = os.path.join(args["model_run_dir"], run.BACKUP_DIR)
 
     first = _trainer(args_file, start_new_session=True)
     deadline = time.monotonic() + 300

@@ -183,10 +183,11 @@ class TrainingConfig:
       stalled by a rate near zero; early stopping keeps the best epoch's weights either way.
     epochs: the training budget in passes over the training rows (less the validation
       slice), used when the run sets no train_steps (a dataset spec's [training] or
-      TRAIN_STEPS). Each epoch ends in a validation pass and a preemption checkpoint.
+      TRAIN_STEPS). Each epoch ends in a validation pass (and, when one is due, a preemption
+      backup: RuntimeConfig.backup_seconds).
     checkpoint_epochs: with a train_steps budget, train_steps is split into at most this many
-      Keras epochs, each ending in a validation pass and a preemption checkpoint. They are not
-      passes over the data: one pass is (examples / global batch) steps.
+      Keras epochs, each ending in a validation pass (and a preemption backup when one is
+      due). They are not passes over the data: one pass is (examples / global batch) steps.
     early_stopping_patience: stop after at most this many epochs in a row without a lower
       validation loss, and keep the weights of the best epoch (always, also when the budget
       ends first). A best at epoch b is waited on for 2b epochs when that is fewer, but at
@@ -285,6 +286,11 @@ class RuntimeConfig:
     export_parity_tolerance: the largest difference allowed between the exported model's
       predictions and the trained model's on the same raw eval examples (probabilities, or the
       label's standard deviations for regression); beyond it the Trainer fails.
+    backup_seconds: the preemption backup (`<model_run_dir>/backup`) is written at the end of
+      the first epoch that ends this many seconds or more after the last one (or after training
+      began); 0: at the end of every epoch. A restarted Trainer loses at most about this much
+      training plus an epoch, and short epochs (small data, a TPU's fast steps) are not each
+      followed by a checkpoint write (docs/trainer-and-tpu.md, "Preemption backups").
     intra_op_threads: host threads one TensorFlow op may split its work over; 0 → 1 where the
       CPU trains, TensorFlow's default (one per core) where a GPU or TPU does. The CPU step is
       many small ops: split across cores, each waits for its slowest part, while unsplit they
@@ -299,6 +305,7 @@ class RuntimeConfig:
     jit_compile: bool = False
     profile_steps: tuple[int, ...] = ()
     export_parity_tolerance: float = 0.02
+    backup_seconds: int = 60
     intra_op_threads: int = 0
 
     def __post_init__(self) -> None:
@@ -318,6 +325,7 @@ class RuntimeConfig:
                 f"profile_steps={steps!r}: expected two train steps 'first,last' with "
                 "1 <= first <= last, e.g. 100,120")
         _check_fraction("export_parity_tolerance", self.export_parity_tolerance, low_open=True)
+        _check_int("backup_seconds", self.backup_seconds, minimum=0)
         _check_int("intra_op_threads", self.intra_op_threads, minimum=0)
 
     @property

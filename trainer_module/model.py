@@ -23,6 +23,8 @@ from trainer_module.tf_names import tf_name
 PAIRS_LAYER = "category_pairs_embedding"
 # The layer of each category id's own term in the head's logits (ModelConfig.wide).
 WIDE_LAYER = "wide_logits"
+# The same terms once for every member of an ensemble, as its head adds them.
+WIDE_PER_MEMBER_LAYER = "wide_per_member"
 # The wide part answers this many times its table's weights. Adam steps each weight by about
 # the learning rate whatever its gradient, so at 0.0005 a weight takes thousands of steps to
 # reach a category's share of the logit (several units); scaled, a value moves ten times as
@@ -140,7 +142,7 @@ def build_model(config: TrainerConfig, spec: DatasetSpec, sizes: dict[str, int],
         if members > 1:
             # One term for every member: [batch, units] → [batch, 1, units].
             wide = tf_keras.layers.Reshape((1, units), dtype="float32",
-                                           name="wide_per_member")(wide)
+                                           name=WIDE_PER_MEMBER_LAYER)(wide)
     if members == 1:
         output = spec.task_info.head(spec.num_classes, label_scale, wide=wide)(x)
         return tf_keras.Model(inputs=inputs, outputs=output, name=name)

@@ -144,7 +144,7 @@ class TrainingPlan:
     precision: str
     jit_compile: bool
     train_steps: int
-    epochs: int  # Keras epochs: each ends in a validation pass, a checkpoint, an early stop check
+    epochs: int  # Keras epochs: each ends in a validation pass and an early stop check
     by_epochs: bool  # the budget is config.training.epochs passes (else train_steps steps)
     validation_examples: int = 0  # rows of the validation slice; 0: none
     fit_examples: int = 0  # rows the model fits (0: not counted; a train_steps budget)
