@@ -283,6 +283,29 @@ def test_global_batch_is_per_replica_times_replicas(transformed_data):
     assert "OK 128" in result.stdout
 
 
+def test_one_cpu_replica_reads_its_own_dataset_with_the_same_batches(transformed_data):
+    """On this machine's one CPU device, MirroredStrategy's datasets are the replica's own
+    (no multi-device iterator, which Keras would build again for every epoch's validation
+    pass): the same batches, in the same order, as one plain pipeline reads."""
+    from trainer_module import strategy
+    from trainer_module.config import TrainerConfig
+
+    dist = strategy.get_distribution_strategy(TrainerConfig.create())
+    assert dist.num_replicas_in_sync == 1
+    spec = tft.TFTransformOutput(transformed_data.transform_dir).transformed_feature_spec()
+    values = PACKED_NAMES[FLOAT]
+    for training in (False, True):
+        ds = data.distributed_dataset(dist, transformed_data.train_files, spec, 16,
+                                      spec=transformed_data.spec, training=training, seed=3)
+        iterator = iter(ds)
+        plain = iter(data.make_dataset(transformed_data.train_files, spec, 16,
+                                       spec=transformed_data.spec, training=training, seed=3))
+        for _ in range(5):
+            (got, got_label), (want, want_label) = next(iterator)[:2], next(plain)[:2]
+            assert np.array_equal(got[values].numpy(), want[values].numpy())
+            assert np.array_equal(got_label.numpy(), want_label.numpy())
+
+
 def test_regression_label_scale_is_the_training_labels_mean_and_spread(fare_data):
     fares = [float(r["fare"]) for r in fare_data.rows.read_rows(fare_data.train_rows)]
     mean, std = data.label_scale(fare_data.train_files, fare_data.spec)
