@@ -316,9 +316,10 @@ def distributed_dataset(
 def _input_options(strategy: tf.distribute.Strategy) -> tf.distribute.InputOptions | None:
     """For one replica on a CPU, the replica's own dataset (PER_REPLICA, not fetched to a
     device): the same batches as TensorFlow's default, whose multi-device iterator buys
-    nothing there and costs about 20 times as much to create. Keras creates the validation
-    slice's iterator anew for every epoch's pass, and small data runs hundreds of epochs.
-    Otherwise (a TPU, GPUs, several CPU devices) TensorFlow's defaults (None)."""
+    nothing there and was most of the cost of a small validation pass, since Keras builds
+    the slice's iterator anew for every epoch's pass (docs/trainer-and-tpu.md, "What an epoch
+    costs besides its steps"). Otherwise (a TPU, GPUs, several CPU devices) TensorFlow's
+    defaults (None)."""
     devices = strategy.extended.worker_devices
     if len(devices) != 1 or tf.DeviceSpec.from_string(devices[0]).device_type != "CPU":
         return None
