@@ -153,8 +153,8 @@ def _fit_model(setup: FitSetup, *, synthetic: bool, steps_per_execution: int | N
     if synthetic:
         [batch] = data.make_dataset(setup.files, setup.feature_spec, plan.per_replica_batch,
                                     spec=setup.spec, training=True).take(1)
-        dataset = plan.strategy.distribute_datasets_from_function(
-            lambda _: tf.data.Dataset.from_tensors(batch).repeat())
+        dataset = data.distribute(
+            plan.strategy, lambda _: tf.data.Dataset.from_tensors(batch).repeat())
     else:
         dataset = plan.dataset(setup.files, setup.feature_spec, training=True, cache=True)
     return plan.compiled_model(setup.tf_transform_output), dataset, plan.global_batch

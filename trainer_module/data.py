@@ -8,6 +8,7 @@ fully static shape, so a TPU compiles the step once.
 """
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -310,22 +311,32 @@ def distributed_dataset(
             validation_start=validation_start,
         )
 
-    return strategy.distribute_datasets_from_function(dataset_fn, _input_options(strategy))
+    return distribute(strategy, dataset_fn)
 
 
-def _input_options(strategy: tf.distribute.Strategy) -> tf.distribute.InputOptions | None:
-    """For one replica on a CPU, the replica's own dataset (PER_REPLICA, not fetched to a
-    device): the same batches as TensorFlow's default, whose multi-device iterator buys
-    nothing there and was most of the cost of a small validation pass, since Keras builds
-    the slice's iterator anew for every epoch's pass (docs/trainer-and-tpu.md, "What an epoch
-    costs besides its steps"). Otherwise (a TPU, GPUs, several CPU devices) TensorFlow's
-    defaults (None)."""
-    devices = strategy.extended.worker_devices
-    if len(devices) != 1 or tf.DeviceSpec.from_string(devices[0]).device_type != "CPU":
-        return None
-    return tf.distribute.InputOptions(
-        experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
-        experimental_fetch_to_device=False)
+def distribute(strategy: tf.distribute.Strategy,
+               dataset_fn: Callable[[tf.distribute.InputContext], tf.data.Dataset]
+               ) -> tf.distribute.DistributedDataset:
+    """`dataset_fn`'s datasets on `strategy`'s replicas, as every feed of a Keras model is
+    distributed: a model's compiled step takes one kind of iterator, so the Trainer's
+    datasets and a measurement's synthetic feed must be distributed alike.
+
+    For one replica on a CPU under MirroredStrategy, the replica's own dataset
+    (PER_REPLICA, not fetched to a device): the same batches as TensorFlow's default, whose
+    multi-device iterator buys nothing there and was most of the cost of a small validation
+    pass, since Keras builds the slice's iterator anew for every epoch's pass
+    (docs/trainer-and-tpu.md, "What an epoch costs besides its steps"). Otherwise (a TPU,
+    GPUs, several CPU devices, no strategy) TensorFlow's defaults.
+    """
+    options = None
+    if (isinstance(strategy, tf.distribute.MirroredStrategy)
+            and len(strategy.extended.worker_devices) == 1
+            and tf.DeviceSpec.from_string(
+                strategy.extended.worker_devices[0]).device_type == "CPU"):
+        options = tf.distribute.InputOptions(
+            experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
+            experimental_fetch_to_device=False)
+    return strategy.distribute_datasets_from_function(dataset_fn, options)
 
 
 # Training examples read to estimate a regression label's mean and spread.

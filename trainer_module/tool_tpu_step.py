@@ -142,8 +142,8 @@ def measure_budget(plan: TrainingPlan, keras_model: tf_keras.Model, dataset,
     """The input function's rate, and the compiled step's rate on `one_batch` (one replica's
     batch) repeated from memory on every replica."""
     input_per_s = _input_rate(dataset, steps, plan.global_batch)
-    synthetic = plan.strategy.distribute_datasets_from_function(
-        lambda _: tf.data.Dataset.from_tensors(one_batch).repeat())
+    synthetic = data.distribute(
+        plan.strategy, lambda _: tf.data.Dataset.from_tensors(one_batch).repeat())
     _timed_fit(keras_model, synthetic, steps)  # the synthetic feed's own warm-up
     seconds = _timed_fit(keras_model, synthetic, steps)
     return Budget(input_per_s=input_per_s, step_per_s=steps * plan.global_batch / seconds)
