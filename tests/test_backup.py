@@ -15,8 +15,8 @@ EPOCH_SECONDS = 25.0
 
 
 class _Clock:
-    """Time that moves EPOCH_SECONDS at the end of each epoch (as a callback placed before the
-    backup), standing in for epochs that each take that long."""
+    """The backup's clock: `now`, which `_Tick` (placed before the backup) moves by
+    EPOCH_SECONDS at the end of each epoch, standing in for epochs that each take that long."""
 
     def __init__(self) -> None:
         self.now = 0.0
