@@ -20,16 +20,16 @@ from pipeline.cache_keys import file_hash, key_step
 from pipeline.components import eval_metrics
 from pipeline.components.anomaly_gate import AnomalyGate
 from pipeline.components.baseline_resolver import baseline_resolver, latest_blessed_model
-from pipeline.components.drift_validator import DriftValidator
 from pipeline.components.evaluator import Evaluator
 from pipeline.components.example_gen import CsvExampleGen
 from pipeline.components.import_schema_gen import ImportSchemaGen
 from pipeline.components.pusher import StagedPusher
 from pipeline.components.served_model import served_model
-from pipeline.components.span_resolver import span_resolver
-from pipeline.components.span_window import SpanWindow
 from pipeline.components.trainer import Trainer
 from pipeline.pipeline_config import REPO_ROOT, ConfigError, PipelineConfig, is_remote
+from pipeline.spans.drift_validator import DriftValidator
+from pipeline.spans.span_resolver import span_resolver
+from pipeline.spans.span_window import SpanWindow
 from trainer_module import keys, tf_names
 from trainer_module.config import TUNER_TRIALS_KEY
 from trainer_module.dataset_spec import DatasetSpec, Threshold
@@ -368,7 +368,7 @@ def create_pipeline(config: PipelineConfig, target: LocalTarget = LOCAL) -> Pipe
 
 def create_intake_pipeline(config: PipelineConfig) -> Pipeline:
     """The DAG's first two nodes alone, CsvExampleGen and StatisticsGen, on `config.span`: a
-    span's outputs stored for later runs' windows and drift gate (pipeline/span_intake.py)."""
+    span's outputs stored for later runs' windows and drift gate (pipeline/spans/intake.py)."""
     example_gen = _example_gen(config)
     statistics_gen = StatisticsGen(examples=example_gen.outputs[names.EXAMPLES])
     components = [example_gen, statistics_gen]

@@ -20,10 +20,11 @@ import logging as py_logging
 import os
 import sys
 
-from pipeline import console, span_intake
+from pipeline import console
 from pipeline.env_settings import from_env
 from pipeline.pipeline_config import ConfigError, PipelineConfig, configure
 from pipeline.runs import run_lock, run_summary, store_check
+from pipeline.spans import intake
 
 # TensorFlow and TFX take seconds to import: they load only after the settings and the output
 # dir's lock are checked, so a bad setting or a busy output dir is reported in about a second.
@@ -122,7 +123,7 @@ def _run(config: PipelineConfig, log: str | None) -> int:
     if len(config.window) > 1:
         print(f"Window: Transform and the Trainer read {len(config.window)} spans, "
               f"{', '.join(config.spans.name(s) for s in config.window)}", flush=True)
-    unread = span_intake.missing(config)
+    unread = intake.missing(config)
     if unread:
         print(f"Reading span(s) {', '.join(config.spans.name(s) for s in unread)} first "
               "(CsvExampleGen, StatisticsGen): this run reads them from the store", flush=True)
@@ -133,7 +134,7 @@ def _run(config: PipelineConfig, log: str | None) -> int:
     error = None
     try:
         if unread:
-            span_intake.read_spans(config, unread)
+            intake.read_spans(config, unread)
         _run_dag(config, bars=log is not None and sys.stdout.isatty())
     except Exception as e:  # the summary below names the failed component
         error = e

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from pipeline import REPO_ROOT, csv_check, datasets
-from pipeline import spans as span_folders
 from pipeline.datasets import DEFAULT_DATASET
 from pipeline.errors import ConfigError
+from pipeline.spans import folders as span_folders
 from trainer_module import tasks
 from trainer_module.config import TrainerConfig, TrainerConfigError
 from trainer_module.dataset_spec import (
@@ -38,8 +38,8 @@ PIPELINE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,127}$")
 # Under the output dir: artifacts, the ML Metadata store, pushed models.
 PIPELINE_ROOT_DIR = "pipeline_root"
 # Under the pipeline root, for runs whose older spans no resolver can find (compiled specs):
-# each span's training statistics, for the drift gate (pipeline/components/drift_validator.py),
-# and a record of each span's Examples, for the window (pipeline/components/span_window.py).
+# each span's training statistics, for the drift gate (pipeline/spans/drift_validator.py),
+# and a record of each span's Examples, for the window (pipeline/spans/span_window.py).
 SPAN_STORE_DIR = "span-store"
 METADATA_FILE = os.path.join("metadata", "metadata.db")
 SERVING_DIR = "serving_model"

@@ -226,7 +226,8 @@ def test_make_kfp_local_runs_the_compiled_spec_as_kubeflow_would(tmp_path):
     from tfx.utils import path_utils
 
     from dataset_rows import PENGUINS, write_csv
-    from pipeline.components import drift_validator
+    from pipeline.spans import drift_validator
+    from pipeline.spans import store as span_store
     from trainer_module.feature_signature import TRAINING_STATISTICS_FILE
 
     shipped = Path(REPO_ROOT, "data", DAILY)
@@ -325,7 +326,7 @@ def test_make_kfp_local_runs_the_compiled_spec_as_kubeflow_would(tmp_path):
     # The two spans share one mix of birds: nothing drifted past its threshold.
     assert not [c for c, v in found["columns"].items() if v["past"]], found
     store = bucket / f"{DAILY}-tpu" / "pipeline_root" / "span-store"
-    assert sorted(drift_validator.stored_spans(str(store / "statistics"))) == [1, 2]
+    assert sorted(span_store.statistics_files(str(store / "statistics"))) == [1, 2]
     # Transform read both spans: span 1's Examples, filed by the first run, and span 2's.
     assert _window(summary) == "1,2"
     window = _output_uri(summary, names.SPAN_WINDOW, "window")

@@ -544,7 +544,8 @@ def test_spans_compile_with_the_window_and_drift_gate_on_their_own_store(cloud_e
     keep a store in the pipeline root instead; the gate reads the one, Transform the other,
     and neither comes from the cache (they read and write that store). The Trainer ships
     Transform's statistics of the window's rows."""
-    from pipeline import names, spans
+    from pipeline import names
+    from pipeline.spans import folders as spans
 
     cloud_env.setenv("DATASET", "penguins-daily")  # window_spans = 2, drift thresholds
     store = "gs://my-ml-bucket/penguins-daily-tpu/pipeline_root/span-store"

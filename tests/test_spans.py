@@ -1,5 +1,6 @@
-"""A data dir of span folders (pipeline/spans.py): TFX's own span support reads the newest span,
-or `SPAN`; what would go wrong without a word stops with exit 2, naming the span."""
+"""A data dir of span folders (pipeline/spans/folders.py): TFX's own span support reads the
+newest span, or `SPAN`; what would go wrong without a word stops with exit 2, naming the
+span."""
 
 import json
 import os
@@ -11,10 +12,12 @@ import pytest
 
 import mlmd_records
 from dataset_rows import TAXI
-from pipeline import REPO_ROOT, spans
+from pipeline import REPO_ROOT
 from pipeline.errors import ConfigError
 from pipeline.pipeline_config import configure
 from pipeline.runs import span_history
+from pipeline.spans import folders as spans
+from pipeline.spans import store as span_store
 from trainer_module import keys
 
 
@@ -91,15 +94,21 @@ def test_a_span_store_lists_each_kind_of_entry_by_span(tmp_path):
     """A compiled spec's span store holds statistics folders (span-N) and Examples records
     (span-N.json) side by side; each lister sees its own kind only."""
     store = str(tmp_path / "store")
-    assert spans.stored(store) == {}  # no store yet: nothing filed
-    for entry in ("span-1", "span-12", "span-x"):
-        os.makedirs(os.path.join(store, entry))
-    for entry in ("span-1.json", "span-3.json", "span-3.json.tmp", "notes.json"):
-        open(os.path.join(store, entry), "w").close()
-    assert spans.stored(store) == {1: os.path.join(store, "span-1"),
-                                   12: os.path.join(store, "span-12")}
-    assert spans.stored(store, ".json") == {1: spans.store_entry(store, 1, ".json"),
-                                            3: spans.store_entry(store, 3, ".json")}
+    assert span_store.statistics_files(store) == {}  # no store yet: nothing filed
+    assert span_store.examples_uris(store) == {}
+    source = tmp_path / "FeatureStats.pb"
+    source.write_bytes(b"statistics")
+    for span in (1, 12):
+        span_store.file_statistics(store, span, str(source))
+    os.makedirs(os.path.join(store, "span-5"))  # a folder without statistics is not filed
+    for span, uri in ((1, "/examples/1"), (3, "/examples/3")):
+        span_store.file_examples(store, span, uri)
+    for stray in ("span-x", "span-3.json.tmp", "notes.json"):
+        open(os.path.join(store, stray), "w").close()
+    files = span_store.statistics_files(store)
+    assert sorted(files) == [1, 12]
+    assert open(files[12], "rb").read() == b"statistics"
+    assert span_store.examples_uris(store) == {1: "/examples/1", 3: "/examples/3"}
 
 
 def test_a_flat_folder_is_one_span_as_before(tmp_path):

@@ -21,7 +21,7 @@ MISSING_LABELS = ("stop", "drop")
 SECTIONS = ("label", "features", "evaluation", "training", "model", "csv", "spans", "drift")
 CSV_KEYS = ("delimiter", "missing_values", "formats")
 DRIFT_KEYS = ("thresholds", "warn_only")
-# The span folder layouts a [spans] table may name (pipeline/spans.py reads them).
+# The span folder layouts a [spans] table may name (pipeline/spans/folders.py reads them).
 SPAN_LAYOUTS = ("numbered", "dated")
 # The delimiters a [csv] table may name.
 DELIMITERS = (",", ";", "\t", "|")

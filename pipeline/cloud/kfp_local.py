@@ -37,9 +37,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from pipeline import datasets, names, pipeline_config, spans
+from pipeline import datasets, names, pipeline_config
 from pipeline.cloud import compiled_spec, kubeflow_v2_runner, settings
 from pipeline.pipeline_config import REPO_ROOT, ConfigError
+from pipeline.spans import folders as spans
 
 # kfp.local's internals the adapter plugs into (the task handler interface and the dispatcher's
 # handler lookup) are those of this version; tests/test_kfp_local.py runs against it.

@@ -328,8 +328,8 @@ def check_spans(ctx: Context) -> list[str]:
     """The spec's spans fit the backend: CsvExampleGen's compiled pattern has the spec's span
     layout (a local data dir, as kfp-local runs, also holds it), and CRON, when set, is in the
     backend's form (pipeline/cloud/schedule.py)."""
-    from pipeline import spans
     from pipeline.cloud import schedule
+    from pipeline.spans import folders as spans
 
     config = ctx.cloud.pipeline_config()
     spec = config.spec

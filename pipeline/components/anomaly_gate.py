@@ -15,8 +15,7 @@ from tfx.dsl.component.experimental.annotations import InputArtifact, Parameter
 from tfx.dsl.component.experimental.decorators import component
 from tfx.types import artifact_utils, standard_artifacts
 
-from pipeline import drift
-from pipeline.components import drift_validator
+from pipeline.spans import drift, drift_validator
 from trainer_module import keys
 
 ANOMALIES_FILE = "SchemaDiff.pb"  # what ExampleValidator writes in each Split-<name> folder

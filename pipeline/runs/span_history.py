@@ -31,7 +31,7 @@ def read(metadata_path: str, pipeline_name: str, metric: str) -> SpanHistory:
     # Loads TensorFlow: only once there is a run to read.
     from tfx.components.example_gen.utils import SPAN_PROPERTY_NAME
 
-    from pipeline.components.drift_validator import DRIFT_FILE, read_drift
+    from pipeline.spans.drift_validator import DRIFT_FILE, read_drift
 
     store = open_store(metadata_path)
     pipeline = store.get_context_by_type_and_name("pipeline", pipeline_name)

@@ -26,9 +26,11 @@ import tempfile
 import zlib
 from typing import Any
 
-from pipeline import console, csv_check, datasets, drift, spans
+from pipeline import console, csv_check, datasets
 from pipeline.errors import ConfigError
 from pipeline.pipeline_config import DEFAULT_OUTPUT_DIR
+from pipeline.spans import drift
+from pipeline.spans import folders as spans
 from trainer_module import dataset_spec, datetimes, keys, numbers, tasks, tf_names
 from trainer_module.config import (
     MAX_CROSS_BUCKETS,

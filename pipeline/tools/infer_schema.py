@@ -10,8 +10,9 @@ import argparse
 import os
 import sys
 
-from pipeline import csv_check, datasets, spans
+from pipeline import csv_check, datasets
 from pipeline.errors import ConfigError
+from pipeline.spans import folders as spans
 from pipeline.tools import bootstrap
 
 

@@ -6,7 +6,7 @@ Writes <output dir>/predictions/<UTC time>/: for each input file, <file>.csv wit
 rows (every input column, then the prediction columns), rejected.csv with the rows that do not
 fit the model's inputs (file, row, reason, then the row), and summary.json (the model version,
 rows scored and rejected per file, each column's skew from the training rows and its values the
-model never saw: pipeline/tools/predict_skew.py). Skew and unseen values warn; they never stop
+model never saw: pipeline/spans/skew.py). Skew and unseen values warn; they never stop
 a row from being scored. The exit code is 1 when any row was rejected.
 """
 
@@ -20,8 +20,8 @@ import time
 from pipeline import console, csv_check
 from pipeline.env_settings import for_output_dir
 from pipeline.pipeline_config import PREDICTIONS_DIR, ConfigError
-from pipeline.tools import predict_skew
-from pipeline.tools.predict_skew import SkewCheck
+from pipeline.spans import skew
+from pipeline.spans.skew import SkewCheck
 
 REJECTED_FILE = "rejected.csv"
 SUMMARY_FILE = "summary.json"
@@ -196,7 +196,7 @@ def _report(summary: dict) -> int:
     print(f"Scored {summary['rows'] - summary['rejected']} of {summary['rows']} rows with "
           f"{summary['model']} ({summary['rows_per_second']} rows/s) into {summary['output']}")
     if "skew" in summary:
-        lines = predict_skew.warnings(summary)
+        lines = skew.warnings(summary)
         if lines:
             console.error("warning: these rows differ from the training rows (summary.json "
                           "has every column's figures):\n  " + "\n  ".join(lines))

@@ -3,7 +3,7 @@
 Two checks, neither of which refuses a row:
 - skew: the scored rows' statistics against those of the rows the model trained on (shipped
   inside the model, trainer_module/feature_signature.py TRAINING_STATISTICS_FILE), by TFDV's
-  skew comparison with the spec's `[drift] thresholds` (pipeline/drift.py);
+  skew comparison with the spec's `[drift] thresholds` (pipeline/spans/drift.py);
 - unseen values, per column: a category the training rows never held (when the training
   statistics list every category), an integer outside the trained range, a date that does not
   parse with the column's format.
@@ -12,7 +12,7 @@ Two checks, neither of which refuses a row:
 import dataclasses
 import os
 
-from pipeline import drift
+from pipeline.spans import drift
 from trainer_module import datetimes, numbers
 from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.feature_signature import TRAINING_STATISTICS_FILE

@@ -1,4 +1,4 @@
-"""`make predict`'s skew report (pipeline/tools/predict_skew.py): scored rows against the
+"""`make predict`'s skew report (pipeline/spans/skew.py): scored rows against the
 statistics the model carries of its training rows, and the values it never saw, counted per
 column; nothing here refuses a row."""
 
@@ -10,7 +10,7 @@ import tensorflow_data_validation as tfdv
 
 from dataset_rows import TAXI
 from pipeline import datasets
-from pipeline.tools import predict_skew
+from pipeline.spans import skew
 from trainer_module.feature_signature import TRAINING_STATISTICS_FILE
 
 
@@ -32,7 +32,7 @@ def test_unseen_values_are_counted_and_skew_is_measured(tmp_path):
     spec, schema = datasets.load_spec("taxi")
     spec = dataclasses.replace(spec, drift_thresholds=(("fare", 0.5), ("company", 0.3)))
     rows = TAXI.read_rows(600)
-    check = predict_skew.SkewCheck(_model_dir(tmp_path, rows[:400]), spec, schema)
+    check = skew.SkewCheck(_model_dir(tmp_path, rows[:400]), spec, schema)
     scored = [dict(r) for r in rows[400:600]]
     scored[0]["company"] = "A cab company never seen"
     scored[1]["trip_start_hour"] = "99"  # outside the trained 0..23
@@ -45,7 +45,7 @@ def test_unseen_values_are_counted_and_skew_is_measured(tmp_path):
     columns = summary["skew"]["columns"]
     assert columns["fare"]["past"] and columns["fare"]["distance"] > 0.9
     assert not columns["company"]["past"]
-    lines = predict_skew.warnings(summary)
+    lines = skew.warnings(summary)
     assert any(line.startswith("fare: Jensen-Shannon divergence") for line in lines)
     assert "trip_start_hour: 1 value(s) the model never saw in training (scored anyway)" in lines
 
@@ -54,7 +54,7 @@ def test_too_few_rows_are_not_compared_but_unseen_values_still_count(tmp_path):
     spec, schema = datasets.load_spec("taxi")
     spec = dataclasses.replace(spec, drift_thresholds=(("fare", 0.5),))
     rows = TAXI.read_rows(450)
-    check = predict_skew.SkewCheck(_model_dir(tmp_path, rows[:400]), spec, schema)
+    check = skew.SkewCheck(_model_dir(tmp_path, rows[:400]), spec, schema)
     few = [dict(r) for r in rows[400:450]]
     few[0]["trip_start_hour"] = "-1"
     check.add(pd.DataFrame(few))
@@ -70,7 +70,7 @@ def test_dates_that_do_not_parse_are_counted_with_the_columns_format(tmp_path):
     spec, schema = datasets.load_spec("taxi")
     spec = dataclasses.replace(spec, features=(
         *spec.features, Feature("picked_up", "datetime", {"format": "%d/%m/%Y"})))
-    check = predict_skew.SkewCheck(str(tmp_path), spec, schema)  # a model without statistics
+    check = skew.SkewCheck(str(tmp_path), spec, schema)  # a model without statistics
     check.add(pd.DataFrame({"picked_up": ["01/11/2026", "2026-11-01", "", "31/02/2026x"]}))
     summary = check.summary()
     assert summary["unseen"] == {"picked_up": 2}

@@ -2,15 +2,15 @@
 
 ExampleValidator checks a span against the schema: types, domains, presence. A partner who
 starts sending fares in cents passes all of that. This validator compares the new span's
-training statistics with the previous span's (TFDV's comparators, pipeline/drift.py) and writes
-each column's distance, threshold and whether it is past it (`drift.json`). Like
+training statistics with the previous span's (TFDV's comparators, drift.py) and writes each
+column's distance, threshold and whether it is past it (`drift.json`). Like
 ExampleValidator it only records: the AnomalyGate stops the run on a column past its threshold
 (pipeline/components/anomaly_gate.py), so the figures of a stopped span stay in the store for
 the report, as TFX keeps no output of a failed step.
 
 Where the previous span's statistics cannot be resolved from ML Metadata (a compiled Kubeflow or
 Vertex spec, whose backends run no span resolver), the validator keeps its own index of each
-span's training statistics under `statistics_store` (in the pipeline root): it files this
+span's training statistics under `statistics_store` (the span store, store.py): it files this
 span's there and compares with the newest earlier span filed. The first span of such a store
 has nothing to compare with, which drift.json and the log say.
 """
@@ -26,8 +26,9 @@ from tfx.dsl.component.experimental.decorators import component
 from tfx.types import standard_artifacts
 from tfx.utils import io_utils
 
-from pipeline import drift, spans
-from pipeline.components.span_resolver import span_of
+from pipeline.spans import drift
+from pipeline.spans import store as span_store
+from pipeline.spans.span_resolver import span_of
 from trainer_module import keys
 
 DRIFT_FILE = "drift.json"
@@ -37,23 +38,13 @@ def _train_statistics_file(artifact: standard_artifacts.ExampleStatistics) -> st
     return os.path.join(artifact.uri, keys.split_dir(keys.TRAIN_SPLIT), keys.STATISTICS_FILE)
 
 
-def stored_spans(store: str) -> dict[int, str]:
-    """Span number → its training statistics file, of every span filed in `store`."""
-    files = {span: os.path.join(folder, keys.STATISTICS_FILE)
-             for span, folder in spans.stored(store).items()}
-    return {span: path for span, path in files.items() if tf.io.gfile.exists(path)}
-
-
 def _file_and_find_previous(store: str, span: int,
                             statistics: standard_artifacts.ExampleStatistics
                             ) -> tuple[int | None, str | None]:
     """Files this span's training statistics in `store`; returns the newest earlier span filed
     there and its statistics file, or (None, None)."""
-    folder = spans.store_entry(store, span)
-    tf.io.gfile.makedirs(folder)
-    tf.io.gfile.copy(_train_statistics_file(statistics),
-                     os.path.join(folder, keys.STATISTICS_FILE), overwrite=True)
-    earlier = {s: path for s, path in stored_spans(store).items() if s < span}
+    span_store.file_statistics(store, span, _train_statistics_file(statistics))
+    earlier = {s: path for s, path in span_store.statistics_files(store).items() if s < span}
     if not earlier:
         return None, None
     previous = max(earlier)

@@ -10,7 +10,7 @@ ops' latest-version rule does. A statistics artifact is found by lineage: the ou
 StatisticsGen execution that read the chosen Examples.
 
 A span the run needs and the store lacks fails the step, naming it: a window is never quietly
-shorter (the local runner reads such spans first, pipeline/span_intake.py).
+shorter (the local runner reads such spans first, pipeline/spans/intake.py).
 """
 
 from typing import Any

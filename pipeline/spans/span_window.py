@@ -4,16 +4,15 @@ With the local runner, the window's older spans come from ML Metadata through a 
 (span_resolver.py). A compiled Kubeflow or Vertex spec runs no such resolver (KFP runs none;
 TFX's Vertex compiler builds only latest-artifact and latest-blessed-model ones), so this step
 keeps an index of the Examples each run's CsvExampleGen wrote, one small record per span in
-the pipeline root, where the Examples themselves stay. It files this span's record, then
-copies the split files of the newest `window_spans` spans filed (this one included) into its
-own Examples, which Transform reads.
+the span store (store.py), where the Examples themselves stay. It files this span's record,
+then copies the split files of the newest `window_spans` spans filed (this one included) into
+its own Examples, which Transform reads.
 The older spans' CsvExampleGen and StatisticsGen do not run again; their files are copied.
 
 A pipeline's first runs have fewer spans filed than the window holds: the step then trains on
 those, and its log and the artifact's `window` property name them.
 """
 
-import json
 import os
 
 import tensorflow as tf
@@ -22,22 +21,11 @@ from tfx.dsl.component.experimental.annotations import InputArtifact, OutputArti
 from tfx.dsl.component.experimental.decorators import component
 from tfx.types import artifact_utils, standard_artifacts
 
-from pipeline import spans
-from pipeline.components.span_resolver import span_of
+from pipeline.spans import store as span_store
+from pipeline.spans.span_resolver import span_of
 from trainer_module import keys
 
-# A span's record in the store (`span-N.json`): the URI of the Examples that hold it.
-_RECORD_SUFFIX = ".json"
 WINDOW_PROPERTY = "window"  # the spans the window's Examples hold, comma-separated
-
-
-def filed_spans(store: str) -> dict[int, dict]:
-    """Span number → its record ({"uri": …}), of every span filed in `store`."""
-    found = {}
-    for span, path in spans.stored(store, _RECORD_SUFFIX).items():
-        with tf.io.gfile.GFile(path) as f:
-            found[span] = json.load(f)
-    return found
 
 
 @component
@@ -56,10 +44,8 @@ def SpanWindow(
     """
     del code_version
     span = span_of(examples)
-    tf.io.gfile.makedirs(store)
-    with tf.io.gfile.GFile(spans.store_entry(store, span, _RECORD_SUFFIX), "w") as f:
-        json.dump({"uri": examples.uri}, f)
-    filed = filed_spans(store)
+    span_store.file_examples(store, span, examples.uri)
+    filed = span_store.examples_uris(store)
     chosen = sorted(s for s in filed if s <= span)[-window_spans:]
     if len(chosen) < window_spans:
         logging.warning("The window holds %d span(s) (%s), not %d: no other span is filed in "
@@ -73,7 +59,7 @@ def SpanWindow(
         target = artifact_utils.get_split_uri([window], split)
         tf.io.gfile.makedirs(target)
         for number in chosen:
-            source = os.path.join(filed[number]["uri"], keys.split_dir(split))
+            source = os.path.join(filed[number], keys.split_dir(split))
             for name in tf.io.gfile.listdir(source):
                 tf.io.gfile.copy(os.path.join(source, name),
                                  os.path.join(target, f"span-{number}-{name}"), overwrite=True)

@@ -22,9 +22,6 @@ _FOLDER = {NUMBERED: re.compile(r"^span-(\d+)$"), DATED: re.compile(r"^(\d{4})-(
 # The split pattern's folder part, in TFX's span specs (tfx/components/example_gen/utils.py).
 FOLDER_PATTERN = {NUMBERED: "span-{SPAN}", DATED: "{YYYY}-{MM}-{DD}"}
 _EPOCH = datetime.date(1970, 1, 1)
-# Span N's entry in a compiled spec's span store (pipeline_config.SPAN_STORE_DIR) is this, N
-# and the entry's suffix: the statistics' folder `span-N`, the Examples' record `span-N.json`.
-_STORE_ENTRY_PREFIX = "span-"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,24 +161,3 @@ def data_files(data_dir: str) -> list[str]:
         return csv_check.csv_files(data_dir)
     return [path for span in sorted(found.folders)
             for path in csv_check.csv_files(found.folders[span])]
-
-
-def store_entry(store: str, span: int, suffix: str = "") -> str:
-    """Span `span`'s entry in the span store `store` (`span-N` + `suffix`)."""
-    return os.path.join(store, f"{_STORE_ENTRY_PREFIX}{span}{suffix}")
-
-
-def stored(store: str, suffix: str = "") -> dict[int, str]:
-    """Span number → its entry's path, of every `span-N` + `suffix` entry in the span store
-    `store` (local or gs://); {} when the store is not there yet."""
-    import tensorflow as tf
-
-    if not tf.io.gfile.isdir(store):
-        return {}
-    entry = re.compile(re.escape(_STORE_ENTRY_PREFIX) + r"(\d+)" + re.escape(suffix))
-    found = {}
-    for name in tf.io.gfile.listdir(store):
-        match = entry.fullmatch(name.rstrip("/"))
-        if match:
-            found[int(match.group(1))] = os.path.join(store, name.rstrip("/"))
-    return found
