@@ -295,7 +295,8 @@ def create_pipeline(config: PipelineConfig, target: LocalTarget = LOCAL) -> Pipe
     example_gen = _example_gen(config)
     statistics_gen = StatisticsGen(examples=example_gen.outputs[names.EXAMPLES])
     schema_gen = ImportSchemaGen(schema_file=target.schema_file(config),
-                                 schema_hash=file_hash(config.schema_path))
+                                 schema_hash=file_hash(config.schema_path),
+                                 ignored_columns=spec.ignored_columns)
     example_validator = ExampleValidator(
         statistics=statistics_gen.outputs[names.STATISTICS],
         schema=schema_gen.outputs[names.SCHEMA])
@@ -306,6 +307,7 @@ def create_pipeline(config: PipelineConfig, target: LocalTarget = LOCAL) -> Pipe
     drift_nodes = _drift_validator(config, example_gen, statistics_gen, schema_gen)
     anomaly_gate = AnomalyGate(anomalies=example_validator.outputs[names.ANOMALIES],
                                statistics=statistics_gen.outputs[names.STATISTICS],
+                               schema=schema_gen.outputs[names.SCHEMA],
                                drift_report=(drift_nodes[-1].outputs[names.DRIFT_REPORT]
                                              if drift_nodes else None),
                                label_columns=",".join(label_columns),

@@ -142,6 +142,7 @@ def _run(config: PipelineConfig, log: str | None) -> int:
     summary = run_summary.latest_run(config.metadata_path, config.pipeline_name)
     if summary is not None:
         print(run_summary.format_summary(summary), flush=True)
+        _print_changes(summary)
         _write_report(config)
     if error is not None or summary is None or not summary.succeeded:
         failed = ", ".join(summary.failed_nodes) if summary else ""
@@ -150,6 +151,15 @@ def _run(config: PipelineConfig, log: str | None) -> int:
         console.show_tail(log, logged)
         return 1
     return 0
+
+
+def _print_changes(summary: run_summary.RunSummary) -> None:
+    """The data's changes that did not stop the run (new category values, ignored columns)."""
+    from pipeline.runs import data_changes
+
+    changes = data_changes.read(summary)
+    for line in changes.lines() if changes else []:
+        print(f"Data: {line}", flush=True)
 
 
 def _write_report(config: PipelineConfig) -> None:

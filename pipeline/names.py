@@ -59,3 +59,4 @@ CUSTOM_CONFIG = "custom_config"  # Transform, Trainer: their custom_config, as J
 CODE_VERSION = "code_version"  # a step's code hash (pipeline/cache_keys.py); in custom_config
 # for Transform and the Trainer
 SCHEMA_HASH = "schema_hash"  # ImportSchemaGen: the schema file's content hash
+IGNORED_COLUMNS = "ignored_columns"  # ImportSchemaGen: the columns it marks DISABLED

@@ -552,6 +552,9 @@ def test_spreadsheet_formatted_numbers_are_read_as_numbers_with_their_format(tmp
     with open(tmp_path / "staff" / datasets.SPEC_FILE, "rb") as f:
         written = tomllib.load(f)
     assert written["csv"]["formats"] == {"salary": "$#,##0", "rate": "0%", "amount": "#,##0"}
+    # The header's next step names the dataset, not the last formatted column.
+    assert "`make run DATASET=staff DATA_DIR=…`" in (tmp_path / "staff" / datasets.SPEC_FILE
+                                                    ).read_text()
     for column in ("salary", "rate", "amount"):
         assert written["features"][column]["role"] in ("zscore", "log_zscore", "quantile")
     config = configure(dataset=str(tmp_path / "staff"), data_dir=str(data)).validate()
@@ -732,22 +735,39 @@ def test_drift_thresholds_follow_the_distance_between_consecutive_spans(tmp_path
     schema = text_format.Parse((tmp_path / "shops" / datasets.SCHEMA_FILE).read_text(),
                                schema_pb2.Schema())
     assert sorted(f.name for f in schema.feature) == ["__part__", "plan", "shop", "y"]
+    # Every plan is in every span: no new values, so plan tolerates the floor's share of them;
+    # the label tolerates none.
+    tolerated = {f.name: f.distribution_constraints.min_domain_mass for f in schema.feature
+                 if f.HasField("distribution_constraints")}
+    assert tolerated == {"plan": 1 - bootstrap.NEW_VALUES_FLOOR,
+                         "shop": 1 - bootstrap.NEW_VALUES_FLOOR}
 
 
-def test_a_flat_folders_drift_thresholds_come_from_two_halves_of_its_rows(tmp_path):
-    """Without spans, the two halves of the rows stand in for consecutive spans: the same
-    mix on both sides, so every column gets the floor."""
+def test_a_flat_folders_drift_thresholds_come_from_consecutive_parts_of_its_rows(tmp_path):
+    """Without spans, consecutive parts of the rows in file order (about 1,000 rows each)
+    stand in for consecutive spans: the same mix in every part gives every column the floor;
+    an export whose later rows hold another plan mix gets that column a wider threshold."""
     rng = random.Random(8)
     data = tmp_path / "data"
     data.mkdir()
-    _write(data / "rows.csv", [{"plan": rng.choice("abc"), "amount": f"{rng.gauss(5, 1):.3f}",
-                                "y": rng.choice(["yes", "no"])} for _ in range(4000)])
+    rows = [{"plan": rng.choice("abc"), "amount": f"{rng.gauss(5, 1):.3f}",
+             "y": rng.choice(["yes", "no"])} for _ in range(4000)]
+    _write(data / "rows.csv", rows)
     assert bootstrap.main(["--name", "flat", "--data-dir", str(data), "--label", "y",
                            "--task", "binary", "--schemas-dir", str(tmp_path)]) == 0
     text = (tmp_path / "flat" / datasets.SPEC_FILE).read_text()
     assert tomllib.loads(text)["drift"]["thresholds"] == dict.fromkeys(("plan", "amount", "y"),
                                                                        bootstrap.DRIFT_FLOOR)
-    assert "2x the largest distance between two halves of the rows" in text
+    assert "2x the largest distance between consecutive parts of the rows (4, in file order)" in (
+        text.replace("\n# ", " "))
+    for row in rows[3000:]:
+        row["plan"] = rng.choice("aab")  # the last quarter: no plan c, twice as many a
+    _write(data / "rows.csv", rows)
+    assert bootstrap.main(["--name", "flat", "--data-dir", str(data), "--label", "y",
+                           "--task", "binary", "--schemas-dir", str(tmp_path), "--force"]) == 0
+    thresholds = tomllib.loads((tmp_path / "flat" / datasets.SPEC_FILE).read_text())["drift"][
+        "thresholds"]
+    assert thresholds["plan"] > 0.5 and thresholds["amount"] == bootstrap.DRIFT_FLOOR
 
 
 def test_a_timestamp_shared_by_rows_of_one_event_is_also_an_id(tmp_path):

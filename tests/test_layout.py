@@ -45,3 +45,14 @@ def test_every_room_says_what_lives_there():
                  "pipeline/runs", "trainer_module", "bench"):
         with open(os.path.join(REPO_ROOT, room, "__init__.py"), encoding="utf-8") as f:
             assert ast.get_docstring(ast.parse(f.read())), room
+
+
+def test_the_pipeline_top_level_stays_small_and_the_time_axis_has_its_room():
+    """A newcomer finds the DAG, its config and the runner at the top of pipeline/; everything
+    about spans, drift and skew is in pipeline/spans/."""
+    top = glob.glob(os.path.join(REPO_ROOT, "pipeline", "*.py"))
+    assert len(top) <= 12, sorted(os.path.basename(p) for p in top)
+    spans = {os.path.basename(p) for p in glob.glob(os.path.join(REPO_ROOT, "pipeline", "spans",
+                                                                  "*.py"))}
+    assert {"folders.py", "store.py", "intake.py", "drift.py", "skew.py", "drift_validator.py",
+            "span_window.py", "span_resolver.py"} <= spans

@@ -205,6 +205,13 @@ class DatasetSpec:
         return tuple(c for c in self.rule.sources if c not in features)
 
     @property
+    def ignored_columns(self) -> tuple[str, ...]:
+        """Raw columns whose only role is 'ignore': the model never reads them, so their
+        values are no contract (ImportSchemaGen marks them DISABLED in the run's schema)."""
+        read = {f.column for f in self.features if f.role != "ignore"}
+        return tuple(dict.fromkeys(f.column for f in self.features if f.column not in read))
+
+    @property
     def num_classes(self) -> int:
         return len(self.classes) if self.task == tasks.MULTICLASS else 1
 

@@ -49,8 +49,7 @@ def serving_raw_feature_spec(tf_transform_output: tft.TFTransformOutput,
                              spec: DatasetSpec) -> dict:
     """Raw feature spec of a serving request: every raw column the model reads, so neither the
     label (and its sources) nor a column whose only role is 'ignore'."""
-    read = {f.column for f in spec.features if f.role != "ignore"}
-    ignored = {f.column for f in spec.features} - read
+    ignored = set(spec.ignored_columns)
     return {key: feature for key, feature in tf_transform_output.raw_feature_spec().items()
             if key not in ignored and key not in spec.label_sources}
 

@@ -5,8 +5,10 @@
 Everything on the page is read back from what the run left behind: execution states and
 durations from MLMD, training curves from the Trainer's TensorBoard logs, metrics, thresholds
 and the blessing from the Evaluator's output, anomalies from ExampleValidator, and the pushed
-model's signature from its saved_model.pb. `make run` writes it at the end of every run, also
-a failed one: then it shows which component failed and why the later ones did not run.
+model's signature from its saved_model.pb, and the data's changes that did not stop the run
+(pipeline/runs/data_changes.py). `summary.json` beside the page holds the run for scripts.
+`make run` writes both at the end of every run, also a failed one: then the page shows which
+component failed and why the later ones did not run.
 """
 
 import argparse
@@ -14,6 +16,7 @@ import dataclasses
 import datetime
 import glob
 import html
+import json
 import math
 import os
 import sys
@@ -22,10 +25,11 @@ from typing import Any
 from pipeline import names
 from pipeline.env_settings import from_env
 from pipeline.pipeline_config import ConfigError, PipelineConfig, configure
-from pipeline.runs import eval_results, run_summary, span_history
+from pipeline.runs import data_changes, eval_results, run_summary, span_history
 from trainer_module import keys
 
 REPORT_DIR = "report"
+SUMMARY_FILE = "summary.json"  # beside index.html: the run for scripts
 CURVE_SPLITS = ("train", "validation")
 
 
@@ -84,6 +88,7 @@ class ReportData:
     # split → datetime column → present values that did not parse (counted as missing)
     unparseable: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
     spans: span_history.SpanHistory | None = None  # drift and blessed metric by span
+    changes: data_changes.DataChanges | None = None  # None: no statistics or schema recorded
 
 
 class ReportError(RuntimeError):
@@ -210,12 +215,13 @@ def collect(config: PipelineConfig) -> ReportData:
         return artifact_utils.decode_split_names(artifact.properties["split_names"].string_value)
 
     if found is not None and statistics is not None:
-        anomalies = (anomaly_gate.empty_splits(statistics.uri, splits(statistics))
+        by_split = anomaly_gate.split_statistics(statistics.uri, splits(statistics))
+        anomalies = (anomaly_gate.empty_splits(by_split)
                      + anomaly_gate.describe_anomalies(found.uri, splits(found)))
         spec = config.spec
         if spec.missing_labels == "drop":
             unlabelled = anomaly_gate.unlabelled_rows(
-                statistics.uri, splits(statistics),
+                by_split,
                 list(spec.rule.sources if spec.rule else (spec.label,)))
 
     examples = summary.output(names.CSV_EXAMPLE_GEN, names.EXAMPLES)
@@ -240,6 +246,7 @@ def collect(config: PipelineConfig) -> ReportData:
         spans=span_history.read(config.metadata_path, config.pipeline_name,
                                 config.spec.task_info.metrics[
                                     config.spec.task_info.headline].tfma_name),
+        changes=data_changes.read(summary),
     )
 
 
@@ -297,8 +304,8 @@ def model_card(config: PipelineConfig, summary: run_summary.RunSummary, pushed: 
         data_source=config.bigquery_query or config.data_dir,
         examples_uri=examples.uri if examples is not None else "",
         span=span, fingerprint=fingerprint, examples_created=created,
-        split_rows=(anomaly_gate.example_counts(statistics.uri, splits(statistics))
-                    if statistics is not None else {}))
+        split_rows=(anomaly_gate.example_counts(anomaly_gate.split_statistics(
+            statistics.uri, splits(statistics))) if statistics is not None else {}))
 
 
 # --- charts ------------------------------------------------------------------------------------
@@ -528,6 +535,17 @@ def _anomalies_section(data: ReportData) -> str:
     return f'<ul id="anomalies" class="bad">{items}</ul>' + unlabelled
 
 
+def _changes_section(data: ReportData) -> str:
+    if data.changes is None:
+        return '<p id="changes">No statistics of this run to compare with the schema.</p>'
+    lines = data.changes.lines()
+    if not lines:
+        return ('<p id="changes" class="ok">None: every category value is in its domain, and '
+                "no ignored column changed.</p>")
+    return ('<ul id="changes">' + "".join(f"<li>{_e(line)}</li>" for line in lines)
+            + "</ul>")
+
+
 def _budget(record) -> str:
     """The training record as one sentence."""
     if record is None:
@@ -618,6 +636,7 @@ def render(data: ReportData, images: dict[str, str]) -> str:
         ("Pushed model", _push_section(data)),
         ("Model card", _card_section(data)),
         ("Data anomalies (ExampleValidator)", _anomalies_section(data)),
+        ("Data changes that do not stop a run", _changes_section(data)),
         ("Training (Trainer's TensorBoard logs)",
          _training_section(data, images.get("training"))),
         ("Evaluation (Evaluator)", _evaluation_section(data, images.get("slices"))),
@@ -640,7 +659,8 @@ def render(data: ReportData, images: dict[str, str]) -> str:
 
 
 def write_report(config: PipelineConfig) -> str:
-    """Writes <output_dir>/report/index.html and its charts; returns the page's path."""
+    """Writes <output_dir>/report/index.html, its charts and summary.json; returns the page's
+    path."""
     data = collect(config)
     out = os.path.join(config.output_dir, REPORT_DIR)
     os.makedirs(out, exist_ok=True)
@@ -665,7 +685,35 @@ def write_report(config: PipelineConfig) -> str:
     with open(page + ".tmp", "w", encoding="utf-8") as f:
         f.write(render(data, images))
     os.replace(page + ".tmp", page)
+    _write_json(os.path.join(out, SUMMARY_FILE), summary_dict(data))
     return page
+
+
+def summary_dict(data: ReportData) -> dict:
+    """The run in a form a script reads: its states, outcome, metrics, push and the data's
+    changes (what the page shows in words)."""
+    summary = data.summary
+    return {
+        "run": summary.run_id,
+        "pipeline": data.config.pipeline_name,
+        "data_dir": data.config.data_dir,
+        "span": data.config.span,
+        "succeeded": summary.succeeded,
+        "failed": summary.failed_nodes,
+        "states": {n.node_id: n.state for n in summary.nodes.values()},
+        "metrics": (eval_results.overall_metrics(summary.evaluation_uri)
+                    if summary.evaluation_uri else {}),
+        "blessed": summary.blessed,
+        "pushed": summary.pushed_destination,
+        "anomalies": data.anomalies,
+        "changes": data.changes.as_dict() if data.changes else None,
+    }
+
+
+def _write_json(path: str, value: dict) -> None:
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=2)
+    os.replace(path + ".tmp", path)
 
 
 def main(argv: list[str]) -> int:

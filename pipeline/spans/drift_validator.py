@@ -26,7 +26,7 @@ from tfx.dsl.component.experimental.decorators import component
 from tfx.types import standard_artifacts
 from tfx.utils import io_utils
 
-from pipeline.spans import drift
+from pipeline.spans import changes, drift
 from pipeline.spans import store as span_store
 from pipeline.spans.span_resolver import span_of
 from trainer_module import keys
@@ -52,8 +52,9 @@ def _file_and_find_previous(store: str, span: int,
 
 
 def read_drift(uri: str) -> dict:
-    """What a DriftValidator wrote: span, previous_span and per column distance, threshold,
-    method, past and warn_only."""
+    """What a DriftValidator wrote: span, previous_span, per column distance, threshold,
+    method, past and warn_only, and (when measured) the ignored columns that changed from the
+    previous span (`changes.IgnoredChange.as_dict`)."""
     with tf.io.gfile.GFile(os.path.join(uri, DRIFT_FILE)) as f:
         return json.load(f)
 
@@ -99,9 +100,12 @@ def DriftValidator(
     else:
         # ImportSchemaGen's one file.
         schema_proto = tfdv.load_schema_text(io_utils.get_only_uri_in_dir(schema.uri))
-        found = drift.distances(
-            tfdv.load_stats_binary(_train_statistics_file(statistics)),
-            tfdv.load_stats_binary(previous_file), schema_proto, limits, drift.DRIFT)
+        current = tfdv.load_stats_binary(_train_statistics_file(statistics))
+        before = tfdv.load_stats_binary(previous_file)
+        found = drift.distances(current, before, schema_proto, limits, drift.DRIFT)
+        # The ignored columns are no contract, but a change in one is worth a look.
+        report["ignored"] = {c.column: c.as_dict() for c in changes.ignored_changes(
+            {keys.TRAIN_SPLIT: current}, schema_proto, {keys.TRAIN_SPLIT: before})}
         report["columns"] = {d.column: {"distance": d.distance, "threshold": d.threshold,
                                         "method": d.method, "past": d.past,
                                         "warn_only": d.column in relaxed} for d in found}

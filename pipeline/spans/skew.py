@@ -4,16 +4,16 @@ Two checks, neither of which refuses a row:
 - skew: the scored rows' statistics against those of the rows the model trained on (shipped
   inside the model, trainer_module/feature_signature.py TRAINING_STATISTICS_FILE), by TFDV's
   skew comparison with the spec's `[drift] thresholds` (pipeline/spans/drift.py);
-- unseen values, per column: a category the training rows never held (when the training
-  statistics list every category), an integer outside the trained range, a date that does not
-  parse with the column's format.
+- unseen values, per column the model reads: a category the training rows never held (when
+  the training statistics list every category), an integer category id outside the trained
+  range, a date that does not parse with the column's format.
 """
 
 import dataclasses
 import os
 
 from pipeline.spans import drift
-from trainer_module import datetimes, numbers
+from trainer_module import datetimes, missing, numbers
 from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.feature_signature import TRAINING_STATISTICS_FILE
 from trainer_module.missing import is_missing
@@ -58,15 +58,22 @@ class SkewCheck:
                     feature.params.get("format", datetimes.ISO)))
         if self._training is None:
             return columns
+        # A value matters where the model reads it as a category: a string the model reads,
+        # or an integer read as a category id. A number read as a number only extrapolates
+        # past the trained range, as it does from any eval row, and an ignored column is read
+        # by nothing.
+        read = {f.column for f in spec.features} - set(spec.ignored_columns)
+        integer_ids = {f.column for f in spec.features if f.role == "integer"}
         for stats in self._training.datasets[0].features:
             name = stats.path.step[0] if stats.path.step else stats.name
-            if name not in {f.column for f in spec.features} or name in columns:
+            if name not in read or name in columns:
                 continue
             if stats.HasField("string_stats"):
                 buckets = stats.string_stats.rank_histogram.buckets
                 if buckets and len(buckets) >= stats.string_stats.unique:
                     columns[name] = _Column(categories=frozenset(b.label for b in buckets))
-            elif stats.type == stats.INT and stats.HasField("num_stats"):
+            elif (stats.type == stats.INT and stats.HasField("num_stats")
+                  and name in integer_ids):
                 columns[name] = _Column(low=stats.num_stats.min, high=stats.num_stats.max)
         return columns
 
@@ -95,14 +102,11 @@ class SkewCheck:
     def _distances(self) -> list[drift.Distance]:
         import pandas as pd
         import tensorflow_data_validation as tfdv
-        from tensorflow_metadata.proto.v0 import schema_pb2
 
         frame = pd.concat(self._sample)
-        numeric = {f.name for f in self._schema.feature
-                   if f.type in (schema_pb2.INT, schema_pb2.FLOAT)}
-        columns = [c for c in frame.columns if c in {f.name for f in self._schema.feature}]
-        typed = pd.DataFrame({c: pd.to_numeric(frame[c].replace("", None), errors="coerce")
-                              if c in numeric else frame[c] for c in columns})
+        columns = [f for f in self._schema.feature if f.name in frame.columns]
+        typed = pd.DataFrame({f.name: as_examples_hold(frame[f.name], f.type, self._spec)
+                              for f in columns})
         scored = tfdv.generate_statistics_from_dataframe(typed)
         return drift.distances(scored, self._training, self._schema,
                                dict(self._spec.drift_thresholds), drift.SKEW)
@@ -133,3 +137,27 @@ def warnings(summary: dict) -> list[str]:
     lines += [f"{name}: {count} value(s) the model never saw in training (scored anyway)"
               for name, count in summary["unseen"].items()]
     return lines
+
+
+def as_examples_hold(cells, feature_type: int, spec: DatasetSpec):
+    """A column of CSV cells (text, as `make predict` reads them) as CsvExampleGen writes it
+    into the Examples whose statistics the model carries: an empty cell has no value in any
+    column; in a number column a missing marker (trainer_module/missing.py, and the spec's
+    own) has none either, and a formatted number is its value. So a gap is a gap on both
+    sides of the comparison, never a category or a zero of its own."""
+    import pandas as pd
+    from tensorflow_metadata.proto.v0 import schema_pb2
+
+    if feature_type == schema_pb2.BYTES:
+        return cells.map(lambda cell: None if cell == "" else cell)
+    fmt, markers = spec.number_format(cells.name), missing.folded(spec.missing_values)
+
+    def number(cell: str) -> float | None:
+        if is_missing(cell, markers):
+            return None
+        try:
+            return numbers.parse(cell, fmt)
+        except ValueError:
+            return None  # not a number: the scorer rejects the row, with the reason
+
+    return pd.to_numeric(cells.map(number), errors="coerce")

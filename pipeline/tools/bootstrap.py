@@ -23,13 +23,12 @@ import os
 import shutil
 import sys
 import tempfile
-import zlib
 from typing import Any
 
 from pipeline import console, csv_check, datasets
 from pipeline.errors import ConfigError
 from pipeline.pipeline_config import DEFAULT_OUTPUT_DIR
-from pipeline.spans import drift
+from pipeline.spans import changes, drift
 from pipeline.spans import folders as spans
 from trainer_module import dataset_spec, datetimes, keys, numbers, tasks, tf_names
 from trainer_module.config import (
@@ -51,11 +50,33 @@ from trainer_module.numbers import NumberFormat
 # numbers (row ids) or codes of one fixed width (account numbers). Other numbers, however
 # many distinct values they take, are measurements.
 # A column's drift threshold: this many times the distance two samples of the same data show
-# (consecutive spans, or two halves of the rows), within [DRIFT_FLOOR, DRIFT_CAP]. TFDV's
-# distances lie in [0, 1]; a partner sending fares in cents moves a number column to about 1.
+# (consecutive spans, or for a flat folder consecutive parts of its rows in file order),
+# within [DRIFT_FLOOR, DRIFT_CAP]. TFDV's distances lie in [0, 1]; a partner sending fares in
+# cents moves a number column to about 1.
 DRIFT_MARGIN = 2.0
+# From DRIFT_MANY_PAIRS pairs of consecutive samples on, their largest distance is already an
+# extreme of many draws rather than one draw, and DRIFT_MARGIN_MANY times it leaves headroom
+# enough. On the shipped taxi rows (15 parts of 1,000) fares move by at most 0.26 between
+# neighbouring parts and by up to 0.34 between 900-row spans, while tripled fares move a
+# 900-row span by 0.42 to 0.57: twice the largest ordinary move (0.51) would let tripled fares
+# through, 1.5 times it (0.39) stops them.
+DRIFT_MARGIN_MANY = 1.5
+DRIFT_MANY_PAIRS = 5
 DRIFT_FLOOR = 0.1
 DRIFT_CAP = 0.8
+# A flat folder's rows stand in for spans as consecutive parts in file order, about this many
+# rows each, between 2 and FLAT_PARTS_MAX parts. An export is written in time order more often
+# than not, so neighbouring parts differ as neighbouring days do; random halves of the rows
+# would show only sampling noise, and thresholds measured on them stop ordinary days.
+FLAT_PART_ROWS = 1000
+FLAT_PARTS_MAX = 20
+# A category column's tolerated share of values outside its schema domain (TFDV's
+# distribution_constraints.min_domain_mass is 1 minus it): DRIFT_MARGIN times the largest share
+# of new values a span (or a part of a flat folder's rows) brought, within [NEW_VALUES_FLOOR,
+# NEW_VALUES_CAP]. New cab companies are a few percent of a day's rows; a renamed column's codes
+# or a new encoding are most of them.
+NEW_VALUES_FLOOR = 0.05
+NEW_VALUES_CAP = 0.5
 ID_LIKE_FRACTION = 0.9
 ID_LIKE_MIN_DISTINCT = 50
 CODE_MIN_DIGITS = 5
@@ -481,7 +502,8 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     unnamed = csv_check.nameless(csv_check.file_header(spans.data_files(data_dir)[0],
                                                        dialect.delimiter))
     statistics = csv_statistics(data_dir, list(columns), gaps, dialect, unnamed,
-                                [formats.get(name) for name in columns])
+                                [formats.get(name) for name in columns],
+                                rows=next(iter(columns.values())).rows)
     schema = tfdv.infer_schema(statistics.whole, infer_feature_shape=True)
     from tensorflow_metadata.proto.v0 import schema_pb2
 
@@ -580,9 +602,9 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     found = spans.find(data_dir)
     if found:
         values["spans"] = {"layout": found.layout}
-    for name, fmt in formats.items():
-        decisions.append(f"  {name}: numbers written as {str(fmt)!r}, read through that format "
-                         "([csv] formats)")
+    for column_name, fmt in formats.items():
+        decisions.append(f"  {column_name}: numbers written as {str(fmt)!r}, read through that "
+                         "format ([csv] formats)")
     try:  # what is written reads back as this spec
         dataset_spec.from_dict(values, source=f"the spec proposed for {data_dir}", name=name)
     except dataset_spec.SpecError as e:
@@ -602,6 +624,16 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
                           f"({spans.FOLDER_PATTERN[found.layout]}): a run reads the newest, "
                           "SPAN= picks another."] if found else [])
     _curate(schema, label, label_table["missing"])
+    tolerated, tolerance_why = new_value_tolerances(statistics, schema, label)
+    if tolerated:
+        notes["drift"].append("New values of a category column (a value its schema domain does "
+                              "not list) are reported, and stop a run only past the share "
+                              "schema.pbtxt tolerates: 1 - min_domain_mass under the column's "
+                              f"distribution_constraints ({tolerance_why}).")
+        decisions.append("  new values: a split may hold this share of values outside the "
+                         f"column's domain before the run stops: {tolerance_why}; "
+                         + ", ".join(f"{c} {t:g}" for c, t in sorted(tolerated.items()))
+                         + " (schema.pbtxt: distribution_constraints.min_domain_mass = 1 - it)")
     decisions.insert(0, f"Dataset {name!r}: label {label!r} ({task}), {label_column.rows} rows, "
                         f"{len(columns)} columns")
     decisions.append(f"  thresholds: {metric} = {threshold}  ({threshold_why})"
@@ -778,7 +810,7 @@ def training_budget(train_rows: int, validated: bool = True) -> tuple[int, int]:
 def csv_statistics(data_dir: str, names: list[str], gaps: list[int], dialect: Dialect,
                    unnamed: tuple[int, ...] | list[int] = (),
                    formats: list[NumberFormat | None] | None = None,
-                   parts: bool = True) -> "CsvStatistics":
+                   parts: bool = True, rows: int = 0) -> "CsvStatistics":
     """TFDV's statistics of the CSV files, as tfdv.generate_statistics_from_csv computes them
     but read as CsvExampleGen reads them: rows by its own reader (a quoted value may hold a line
     break; gzip files), the header `names` the checks read (TFDV keeps a byte-order mark in the
@@ -787,10 +819,11 @@ def csv_statistics(data_dir: str, names: list[str], gaps: list[int], dialect: Di
     empty cells and formatted numbers ("$5,993", `formats` by column) as the floats
     CsvExampleGen makes them.
 
-    With `parts`, also the statistics of each span (or each half of a flat folder's rows). They
-    come from the same pass, as TFDV slices of a column that tags each row with its part: one
-    decoding (every part's columns typed as the whole data's) and one statistics step, where
-    a step per part would cost Beam's set-up each time."""
+    With `parts`, also the statistics of each span, or of each of `flat_parts(rows)`
+    consecutive parts of a flat folder's `rows` rows in file order. They come from the same
+    pass, as TFDV slices of a column that tags each row with its part: one decoding (every
+    part's columns typed as the whole data's) and one statistics step, where a step per part
+    would cost Beam's set-up each time."""
     import apache_beam as beam
     import tensorflow_data_validation as tfdv
     from tensorflow_data_validation import constants
@@ -821,6 +854,15 @@ def csv_statistics(data_dir: str, names: list[str], gaps: list[int], dialect: Di
                  | f"Read{label}" >> beam.ParDo(example_gen.ReadCsvRecords()))
         return lines | f"Blank{label}" >> beam.Map(blank_markers) if gaps or unnamed else lines
 
+    def in_file_order(files: list[str]):
+        """Every record of `files`, in order, tagged with its part of the rows."""
+        count = flat_parts(rows)
+        reader = example_gen.ReadCsvRecords()
+        records = (record for path in files for record in reader.process(path))
+        for index, record in enumerate(records):
+            line = blank_markers(record) if gaps or unnamed else record
+            yield _tagged(line, dialect.delimiter, min(count - 1, index * count // max(rows, 1)))
+
     found = spans.find(data_dir)
     by_span = bool(found and len(found.folders) > 1)
     tag = _part_column(names)
@@ -834,9 +876,8 @@ def csv_statistics(data_dir: str, names: list[str], gaps: list[int], dialect: Di
                          | f"Tag{span}" >> beam.Map(_tagged, dialect.delimiter, span)
                          for span, folder in sorted(found.folders.items())] | beam.Flatten()
             else:
-                lines = (read(p, "", spans.data_files(data_dir))
-                         | "TagHalves" >> beam.Map(lambda line: _tagged(
-                             line, dialect.delimiter, _half(line))))
+                lines = (p | "Files" >> beam.Create([spans.data_files(data_dir)])
+                         | "ReadInOrder" >> beam.FlatMap(in_file_order))
             options = tfdv.StatsOptions(experimental_slice_functions=[
                 slicing_util.get_feature_value_slicer({tag: None})] if parts else None)
             _ = (lines
@@ -850,10 +891,16 @@ def csv_statistics(data_dir: str, names: list[str], gaps: list[int], dialect: Di
     if not parts:
         return CsvStatistics(_statistics_list(computed[0], tag), [], by_span)
     sliced = {d.name: d for d in computed}
-    part_keys = sorted(found.folders) if by_span else range(2)
+    part_keys = sorted(found.folders) if by_span else range(flat_parts(rows))
     return CsvStatistics(
         _statistics_list(sliced[constants.DEFAULT_SLICE_KEY], tag),
         [_statistics_list(sliced.get(f"{tag}_{key}"), tag) for key in part_keys], by_span)
+
+
+def flat_parts(rows: int) -> int:
+    """How many consecutive parts a flat folder of `rows` rows is cut into for its thresholds:
+    about FLAT_PART_ROWS rows each, at least 2, at most FLAT_PARTS_MAX."""
+    return min(FLAT_PARTS_MAX, max(2, rows // FLAT_PART_ROWS))
 
 
 def _part_column(names: list[str]) -> str:
@@ -886,15 +933,10 @@ def _statistics_list(dataset, tag: str):
     return result
 
 
-def _half(line: str) -> int:
-    """A row's half of the data, by its content: the same rows on every run."""
-    return zlib.crc32(line.encode()) % 2
-
-
 @dataclasses.dataclass(frozen=True)
 class CsvStatistics:
     """The data's statistics (`whole`), and those of its spans in order (`by_span`) or, for a
-    flat folder, of two halves of its rows (none where they were not asked for)."""
+    flat folder, of consecutive parts of its rows (none where they were not asked for)."""
 
     whole: Any
     parts: list[Any]
@@ -903,23 +945,57 @@ class CsvStatistics:
 
 def drift_thresholds(statistics: CsvStatistics, schema, columns: list[str]
                      ) -> tuple[dict[str, float], str]:
-    """Each column's drift threshold, and why: DRIFT_MARGIN times the largest distance between
-    consecutive spans (or the two halves of the rows), at least DRIFT_FLOOR and at most
-    DRIFT_CAP. A distance two samples of the same data already show is noise, not drift."""
+    """Each column's drift threshold, and why: a margin (DRIFT_MARGIN, or DRIFT_MARGIN_MANY
+    from DRIFT_MANY_PAIRS pairs on) times the largest distance between consecutive spans (or
+    consecutive parts of the rows), at least DRIFT_FLOOR and at most DRIFT_CAP. A distance two
+    samples of the same data already show is noise, not drift."""
     worst = {c: 0.0 for c in columns}
-    for before, after in zip(statistics.parts, statistics.parts[1:], strict=False):
+    pairs = list(zip(statistics.parts, statistics.parts[1:], strict=False))
+    for before, after in pairs:
         for d in drift.distances(after, before, schema, {c: 1.0 for c in columns}, drift.DRIFT):
             worst[d.column] = max(worst[d.column], d.distance)
-    thresholds = {c: round(min(DRIFT_CAP, max(DRIFT_FLOOR, DRIFT_MARGIN * w)), 2)
+    margin = DRIFT_MARGIN_MANY if len(pairs) >= DRIFT_MANY_PAIRS else DRIFT_MARGIN
+    thresholds = {c: round(min(DRIFT_CAP, max(DRIFT_FLOOR, margin * w)), 2)
                   for c, w in worst.items()}
-    noisy = sorted(c for c, w in worst.items() if DRIFT_MARGIN * w > DRIFT_CAP)
-    why = (f"{DRIFT_MARGIN:g}x the largest distance between "
-           + ("consecutive spans" if statistics.by_span else "two halves of the rows")
+    noisy = sorted(c for c, w in worst.items() if margin * w > DRIFT_CAP)
+    why = (f"{margin:g}x the largest distance between "
+           + ("consecutive spans" if statistics.by_span
+              else f"consecutive parts of the rows ({len(statistics.parts)}, in file order)")
            + f", within [{DRIFT_FLOOR:g}, {DRIFT_CAP:g}]"
            + (f"; {', '.join(noisy)} already differ(s) by more than "
-              f"{DRIFT_CAP / DRIFT_MARGIN:.2g} there, so only a larger shift is caught"
+              f"{DRIFT_CAP / margin:.2g} there, so only a larger shift is caught"
               if noisy else ""))
     return thresholds, why
+
+
+def new_value_tolerances(statistics: CsvStatistics, schema, label: str
+                         ) -> tuple[dict[str, float], str]:
+    """Writes each category column's tolerance for values outside its domain into `schema`
+    (TFDV's min_domain_mass, 1 minus the tolerance); returns the tolerances and why.
+
+    A span's new values are those no earlier span held (for a flat folder: those no earlier part
+    of its rows held); the label keeps no tolerance, since a new class is a new task."""
+    worst = {c: 0.0 for c in changes.domains(schema) if c != label}
+    seen: dict[str, set[str]] = {c: set() for c in worst}
+    for part in statistics.parts:
+        counts = {c: changes.value_counts(part, c) for c in worst}
+        for column, values in counts.items():
+            total = sum(values.values())
+            if seen[column] and total:
+                new = sum(n for value, n in values.items() if value not in seen[column])
+                worst[column] = max(worst[column], new / total)
+            seen[column] |= set(values)
+    tolerated = {c: round(min(NEW_VALUES_CAP, max(NEW_VALUES_FLOOR, DRIFT_MARGIN * w)), 2)
+                 for c, w in worst.items()}
+    for feature in schema.feature:
+        if feature.name in tolerated:
+            feature.distribution_constraints.min_domain_mass = round(1 - tolerated[feature.name],
+                                                                     6)
+    why = (f"{DRIFT_MARGIN:g}x the largest share of new values "
+           + ("a span brought" if statistics.by_span
+              else f"a part of the rows brought ({len(statistics.parts)}, in file order)")
+           + f", within [{NEW_VALUES_FLOOR:g}, {NEW_VALUES_CAP:g}]")
+    return tolerated, why
 
 
 def _positive_last(classes: list[str], counts: dict[str, int]) -> tuple[list[str], str]:
