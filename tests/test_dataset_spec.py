@@ -140,7 +140,8 @@ def test_spec_round_trips_and_custom_config_holds_only_what_transform_and_traine
     assert spec.label_sources == ("tips",)  # fare is a feature as well as the rule's base
     passed = DatasetSpec.from_custom_config(spec.to_custom_config())
     assert passed == dataclasses.replace(spec, thresholds=(), slices=(), train_steps=None,
-                                         per_replica_batch_size=None, model=())
+                                         per_replica_batch_size=None, model=(),
+                                         drift_thresholds=())
     # A new threshold or slice changes neither Transform's nor the Trainer's cache key.
     looser = dataclasses.replace(spec, thresholds=(Threshold("auc", 0.5, None),), slices=())
     assert looser.to_custom_config() == spec.to_custom_config()
@@ -284,3 +285,10 @@ def test_the_spec_writer_writes_what_the_reader_reads(dataset):
     assert text.startswith("# a header\n") and "# why this budget\n[training]" in text
     back = dataset_spec.from_dict(tomllib.loads(text), source="written", name=spec.name)
     assert back == spec
+
+
+def test_a_drift_threshold_on_a_column_the_spec_does_not_name(tmp_path):
+    """Checked once the label and the features are right, so a renamed label is named first."""
+    spec = PENGUIN_SPEC.replace("[drift.thresholds]\n", "[drift.thresholds]\nbeak = 0.2\n")
+    _fails(lambda: _dataset(tmp_path, spec), "drift.thresholds.beak = 0.2",
+           "a column the spec names (a feature or the label)")

@@ -72,7 +72,7 @@ def test_compiled_spec_holds_every_component_with_its_dependencies(cloud_env, tm
     depends = {name: set(task.dependent_tasks) for name, task in tasks.items()}
     assert depends["StatisticsGen"] == {"CsvExampleGen"}
     assert depends["ExampleValidator"] == {"StatisticsGen", "ImportSchemaGen"}
-    assert depends["AnomalyGate"] == {"ExampleValidator", "StatisticsGen"}
+    assert depends["AnomalyGate"] == {"ExampleValidator", "StatisticsGen", "ImportSchemaGen"}
     assert depends["Transform"] == {"AnomalyGate", "CsvExampleGen", "ImportSchemaGen"}
     # The raw examples feed the export parity gate; the statistics ship inside the model.
     assert depends["Trainer"] == {"Transform", "ImportSchemaGen", "CsvExampleGen",

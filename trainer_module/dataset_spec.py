@@ -381,9 +381,7 @@ def from_dict(values: Any, source: str, name: str, evaluation: bool = True) -> D
         **_training_section(r, r.table(values.get("training"), "training", required=False)),
         **_csv_section(r, r.table(values.get("csv"), "csv", required=False)),
         **_spans_section(r, r.table(values.get("spans"), "spans", required=False)),
-        **_drift_section(r, r.table(values.get("drift"), "drift", required=False),
-                         {f.column for f in features} | set(
-                             label["rule"].sources if label["rule"] else [label["label"]])))
+        **_drift_section(r, r.table(values.get("drift"), "drift", required=False)))
     _check_outputs(r, spec)
     return spec
 
@@ -477,14 +475,13 @@ def _spans_section(r: _Reader, spans: dict) -> dict[str, Any]:
     return {"span_layout": layout}
 
 
-def _drift_section(r: _Reader, drift: dict, columns: set[str]) -> dict[str, Any]:
-    """[drift]: each column's distance threshold, and the columns whose drift only warns."""
+def _drift_section(r: _Reader, drift: dict) -> dict[str, Any]:
+    """[drift]: each column's distance threshold, and the columns whose drift only warns (that
+    each is a column the spec names is checked against the schema, once the label and the
+    features are known to be right)."""
     r.unknown(drift, "drift", DRIFT_KEYS)
     thresholds = r.table(drift.get("thresholds"), "drift.thresholds", required=False)
     for column, value in thresholds.items():
-        if column not in columns:
-            raise r.fail(f"drift.thresholds.{column}", value, "a column the spec names (a "
-                         "feature or the label)")
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
             raise r.fail(f"drift.thresholds.{column}", value, "a distance in (0, 1], e.g. 0.2")
     warn = drift.get("warn_only", [])
@@ -610,7 +607,8 @@ def _thresholds(r: _Reader, table: dict, task: str) -> tuple[Threshold, ...]:
 
 def check_against_schema(spec: DatasetSpec, schema: Any, source: str, schema_path: str) -> None:
     """The spec fits the curated schema: every column it names exists with a type its role
-    reads, and every schema column has a role (or is the label or one of its sources).
+    reads, every schema column has a role (or is the label or one of its sources), and every
+    drift threshold is a column the spec names.
 
     Raises:
       SpecError: naming the spec file, the key, the value and the expected form.
@@ -664,6 +662,11 @@ def check_against_schema(spec: DatasetSpec, schema: Any, source: str, schema_pat
     if uncovered:
         raise r.fail(f"features.{uncovered[0]}", None,
                      "a role for every schema column: add it with a role, or role = \"ignore\"")
+    named = set(spec.columns()) | {spec.label}
+    for column, threshold in spec.drift_thresholds:
+        if column not in named:
+            raise r.fail(f"drift.thresholds.{column}", threshold, "a column the spec names (a "
+                         "feature or the label)")
 
 
 def _roles_for(type_name: str) -> str:
