@@ -94,6 +94,9 @@ def test_a_daily_export_runs_on_ordinary_days_and_stops_on_tripled_fares(tmp_pat
     assert 0 < new["share"] <= new["tolerance"] and not new["stops"]
     ignored = changes["changes"]["ignored_columns"]["pickup_census_tract"]
     assert ignored["type"] == "integers" and ignored["filled"] > 0
+    page = (output / report.REPORT_DIR / "index.html").read_text()
+    assert "Data changes that do not stop a run" in page
+    assert "pickup_census_tract (ignored)" in page and "company: " in page
     assert len(list(served.glob("*/*/saved_model.pb"))) == 2
     before = tree_hashes(served)
 
