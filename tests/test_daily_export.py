@@ -111,6 +111,9 @@ def test_a_daily_export_runs_on_ordinary_days_and_stops_on_tripled_fares(tmp_pat
     states = mlmd_records.latest_run(str(output / "metadata" / "metadata.db")).states
     assert states["AnomalyGate"] == "FAILED" and "Transform" not in states
     assert tree_hashes(served) == before
+    stopped = json.loads((output / report.REPORT_DIR / report.SUMMARY_FILE).read_text())
+    assert [line.split(":")[0] for line in stopped["drifted"]] == ["fare"]
+    assert 'id="drifted"' in (output / report.REPORT_DIR / "index.html").read_text()
 
     # The tripled rows scored by the model of spans 1-2: fare is past its threshold.
     summary = _predict(env, data / "span-4", "--model-dir", str(first_model))

@@ -88,6 +88,7 @@ class ReportData:
     # split → datetime column → present values that did not parse (counted as missing)
     unparseable: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
     spans: span_history.SpanHistory | None = None  # drift and blessed metric by span
+    drifted: list[str] = dataclasses.field(default_factory=list)  # columns past a threshold
     changes: data_changes.DataChanges | None = None  # None: no statistics or schema recorded
 
 
@@ -224,6 +225,10 @@ def collect(config: PipelineConfig) -> ReportData:
                 by_split,
                 list(spec.rule.sources if spec.rule else (spec.label,)))
 
+    drift = summary.output(names.DRIFT_VALIDATOR, names.DRIFT_REPORT)
+    drifted = ([d.describe() for d in anomaly_gate.drifted(drift.uri)[1]]
+               if drift is not None else [])
+
     examples = summary.output(names.CSV_EXAMPLE_GEN, names.EXAMPLES)
     unparseable = (unparseable_dates(examples.uri, splits(examples), config.spec)
                    if examples is not None else {})
@@ -237,6 +242,7 @@ def collect(config: PipelineConfig) -> ReportData:
         curves=curves,
         evaluation=evaluation(summary.evaluation_uri) if summary.evaluation_uri else None,
         anomalies=anomalies,
+        drifted=drifted,
         unlabelled=unlabelled,
         pushed_signatures=signatures(pushed) if pushed else [],
         served_versions=served_versions,
@@ -526,13 +532,17 @@ def _anomalies_section(data: ReportData) -> str:
         f"date its format parses; they count as missing.</p>"
         for split, counts in data.unparseable.items() for column, count in counts.items()
         if count)
+    drifted = ("<p>Drift from the previous span, past its threshold (the gate stops on it):</p>"
+               '<ul id="drifted" class="bad">'
+               + "".join(f"<li>{_e(d)}</li>" for d in data.drifted) + "</ul>"
+               if data.drifted else "")
     if data.anomalies is None:
-        return '<p id="anomalies">ExampleValidator did not run in this run.</p>'
+        return drifted + '<p id="anomalies">ExampleValidator did not run in this run.</p>'
     if not data.anomalies:
-        return ('<p id="anomalies" class="ok">None: every split matches the schema.</p>'
-                + unlabelled)
+        return (drifted + '<p id="anomalies" class="ok">None: every split matches the '
+                "schema.</p>" + unlabelled)
     items = "".join(f"<li>{_e(a)}</li>" for a in data.anomalies)
-    return f'<ul id="anomalies" class="bad">{items}</ul>' + unlabelled
+    return drifted + f'<ul id="anomalies" class="bad">{items}</ul>' + unlabelled
 
 
 def _changes_section(data: ReportData) -> str:
@@ -635,7 +645,8 @@ def render(data: ReportData, images: dict[str, str]) -> str:
                     f"{_e(summary.run_id)} {_e(status)}.</p>" + _blessing_section(data)),
         ("Pushed model", _push_section(data)),
         ("Model card", _card_section(data)),
-        ("Data anomalies (ExampleValidator)", _anomalies_section(data)),
+        ("Data anomalies and drift (ExampleValidator, DriftValidator)",
+         _anomalies_section(data)),
         ("Data changes that do not stop a run", _changes_section(data)),
         ("Training (Trainer's TensorBoard logs)",
          _training_section(data, images.get("training"))),
@@ -706,6 +717,7 @@ def summary_dict(data: ReportData) -> dict:
         "blessed": summary.blessed,
         "pushed": summary.pushed_destination,
         "anomalies": data.anomalies,
+        "drifted": data.drifted,
         "changes": data.changes.as_dict() if data.changes else None,
     }
 
