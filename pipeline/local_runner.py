@@ -142,7 +142,6 @@ def _run(config: PipelineConfig, log: str | None) -> int:
     summary = run_summary.latest_run(config.metadata_path, config.pipeline_name)
     if summary is not None:
         print(run_summary.format_summary(summary), flush=True)
-        _print_changes(summary)
         _write_report(config)
     if error is not None or summary is None or not summary.succeeded:
         failed = ", ".join(summary.failed_nodes) if summary else ""
@@ -153,22 +152,18 @@ def _run(config: PipelineConfig, log: str | None) -> int:
     return 0
 
 
-def _print_changes(summary: run_summary.RunSummary) -> None:
-    """The data's changes that did not stop the run (new category values, ignored columns)."""
-    from pipeline.runs import data_changes
-
-    changes = data_changes.read(summary)
-    for line in changes.lines() if changes else []:
-        print(f"Data: {line}", flush=True)
-
-
 def _write_report(config: PipelineConfig) -> None:
-    """The HTML report of the run; a report that cannot be written is said, not hidden, but it
-    does not change the run's exit code (the run's own outcome is already recorded)."""
+    """The data's changes that did not stop the run (a `Data:` line each), then the HTML report
+    of the run, both from one reading of what the run left; a report that cannot be written is
+    said, not hidden, but it does not change the run's exit code (the run's own outcome is
+    already recorded)."""
     from pipeline.runs import report
 
     try:
-        print(f"Run report: {report.write_report(config)}", flush=True)
+        data = report.collect(config)
+        for line in data.changes.lines() if data.changes else []:
+            print(f"Data: {line}", flush=True)
+        print(f"Run report: {report.write_report(config, data)}", flush=True)
     except Exception as e:  # the report must not mask the run's own result
         console.error(f"error: the run report could not be written: {type(e).__name__}: {e}")
 

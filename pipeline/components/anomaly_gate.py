@@ -118,18 +118,16 @@ def unlabelled_rows(statistics: dict[str, statistics_pb2.DatasetFeatureStatistic
     """split → label column → examples without a value there (only the non-zero counts)."""
     counts: dict[str, dict[str, int]] = {}
     for split, split_stats in statistics.items():
-        for dataset in split_stats.datasets:
-            for feature in dataset.features:
-                name = feature.path.step[0] if feature.path.step else feature.name
-                if name not in label_columns:
-                    continue
-                common = getattr(feature, feature.WhichOneof("stats") or "num_stats").common_stats
-                # CsvExampleGen writes an empty cell as the feature with no value, which TFDV
-                # counts as present: a label has one value, so the rest had none.
-                missing = int(common.num_missing
-                              + max(0, common.num_non_missing - common.tot_num_values))
-                if missing:
-                    counts.setdefault(split, {})[name] = missing
+        for name, feature in changes.features_by_name(split_stats).items():
+            if name not in label_columns:
+                continue
+            common = getattr(feature, feature.WhichOneof("stats") or "num_stats").common_stats
+            # CsvExampleGen writes an empty cell as the feature with no value, which TFDV
+            # counts as present: a label has one value, so the rest had none.
+            missing = int(common.num_missing
+                          + max(0, common.num_non_missing - common.tot_num_values))
+            if missing:
+                counts.setdefault(split, {})[name] = missing
     return counts
 
 

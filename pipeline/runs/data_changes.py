@@ -29,9 +29,10 @@ class DataChanges:
                 "ignored_columns": {c.column: c.as_dict() for c in self.ignored}}
 
 
-def read(summary: run_summary.RunSummary) -> DataChanges | None:
+def read(summary: run_summary.RunSummary, by_split: dict | None = None) -> DataChanges | None:
     """The run's data changes, or None when its statistics or schema are not there (the run
-    stopped before them)."""
+    stopped before them). `by_split`: StatisticsGen's statistics per split, when the caller has
+    read them already."""
     statistics = summary.output(names.STATISTICS_GEN, names.STATISTICS)
     schema = summary.output(names.SCHEMA_GEN, names.SCHEMA)
     if statistics is None or schema is None:
@@ -43,8 +44,9 @@ def read(summary: run_summary.RunSummary) -> DataChanges | None:
     from pipeline.components import anomaly_gate
     from pipeline.spans import changes, drift_validator
 
-    by_split = anomaly_gate.split_statistics(statistics.uri, artifact_utils.decode_split_names(
-        statistics.properties["split_names"].string_value))
+    if by_split is None:
+        by_split = anomaly_gate.split_statistics(statistics.uri, artifact_utils.decode_split_names(
+            statistics.properties["split_names"].string_value))
     schema_proto = io_utils.SchemaReader().read(io_utils.get_only_uri_in_dir(schema.uri))
     # Against the schema, over every split; against the previous span (the validator's
     # measure, of the training splits) where the run had one.

@@ -215,8 +215,9 @@ def collect(config: PipelineConfig) -> ReportData:
     def splits(artifact) -> list[str]:
         return artifact_utils.decode_split_names(artifact.properties["split_names"].string_value)
 
-    if found is not None and statistics is not None:
-        by_split = anomaly_gate.split_statistics(statistics.uri, splits(statistics))
+    by_split = (anomaly_gate.split_statistics(statistics.uri, splits(statistics))
+                if statistics is not None else None)
+    if found is not None and by_split is not None:
         anomalies = (anomaly_gate.empty_splits(by_split)
                      + anomaly_gate.describe_anomalies(found.uri, splits(found)))
         spec = config.spec
@@ -233,7 +234,7 @@ def collect(config: PipelineConfig) -> ReportData:
     unparseable = (unparseable_dates(examples.uri, splits(examples), config.spec)
                    if examples is not None else {})
     pushed = summary.pushed_destination
-    card = model_card(config, summary, pushed, splits) if pushed else None
+    card = model_card(config, summary, pushed, by_split or {}) if pushed else None
     served_versions = (sorted(os.listdir(config.serving_model_dir))
                        if os.path.isdir(config.serving_model_dir) else [])
     return ReportData(
@@ -252,7 +253,7 @@ def collect(config: PipelineConfig) -> ReportData:
         spans=span_history.read(config.metadata_path, config.pipeline_name,
                                 config.spec.task_info.metrics[
                                     config.spec.task_info.headline].tfma_name),
-        changes=data_changes.read(summary),
+        changes=data_changes.read(summary, by_split),
     )
 
 
@@ -285,8 +286,9 @@ def unparseable_dates(examples_uri: str, split_names: list[str],
 
 
 def model_card(config: PipelineConfig, summary: run_summary.RunSummary, pushed: str,
-               splits) -> ModelCard | None:
-    """The card of the model pushed to `pushed` (None when it holds no serving contract)."""
+               by_split: dict) -> ModelCard | None:
+    """The card of the model pushed to `pushed` (None when it holds no serving contract);
+    `by_split`: StatisticsGen's statistics per split ({} when there are none)."""
     from pipeline.components import anomaly_gate
     from trainer_module.feature_signature import read_contract
 
@@ -295,7 +297,6 @@ def model_card(config: PipelineConfig, summary: run_summary.RunSummary, pushed: 
     except FileNotFoundError:
         return None
     examples = summary.output(names.CSV_EXAMPLE_GEN, names.EXAMPLES)
-    statistics = summary.output(names.STATISTICS_GEN, names.STATISTICS)
     created = ""
     if examples is not None and examples.create_time_since_epoch:
         created = datetime.datetime.fromtimestamp(
@@ -310,8 +311,7 @@ def model_card(config: PipelineConfig, summary: run_summary.RunSummary, pushed: 
         data_source=config.bigquery_query or config.data_dir,
         examples_uri=examples.uri if examples is not None else "",
         span=span, fingerprint=fingerprint, examples_created=created,
-        split_rows=(anomaly_gate.example_counts(anomaly_gate.split_statistics(
-            statistics.uri, splits(statistics))) if statistics is not None else {}))
+        split_rows=anomaly_gate.example_counts(by_split))
 
 
 # --- charts ------------------------------------------------------------------------------------
@@ -669,10 +669,10 @@ def render(data: ReportData, images: dict[str, str]) -> str:
             f"{body}</body></html>")
 
 
-def write_report(config: PipelineConfig) -> str:
-    """Writes <output_dir>/report/index.html, its charts and summary.json; returns the page's
-    path."""
-    data = collect(config)
+def write_report(config: PipelineConfig, data: ReportData | None = None) -> str:
+    """Writes <output_dir>/report/index.html, its charts and summary.json from `data` (else
+    what `collect` reads); returns the page's path."""
+    data = data or collect(config)
     out = os.path.join(config.output_dir, REPORT_DIR)
     os.makedirs(out, exist_ok=True)
     images = {"durations": "durations.png"}

@@ -97,8 +97,9 @@ class IgnoredChange:
                 else round(self.previous_filled, 6)}
 
 
-def _features(statistics: statistics_pb2.DatasetFeatureStatisticsList
-              ) -> dict[str, statistics_pb2.FeatureNameStatistics]:
+def features_by_name(statistics: statistics_pb2.DatasetFeatureStatisticsList
+                     ) -> dict[str, statistics_pb2.FeatureNameStatistics]:
+    """Each column's statistics, by the column's name (its path's first step)."""
     return {(f.path.step[0] if f.path.step else f.name): f
             for dataset in statistics.datasets for f in dataset.features}
 
@@ -106,7 +107,7 @@ def _features(statistics: statistics_pb2.DatasetFeatureStatisticsList
 def value_counts(statistics: statistics_pb2.DatasetFeatureStatisticsList,
                  column: str) -> dict[str, int]:
     """A string column's count of each value (TFDV's rank histogram); {} for other columns."""
-    stats = _features(statistics).get(column)
+    stats = features_by_name(statistics).get(column)
     if stats is None or not stats.HasField("string_stats"):
         return {}
     return {b.label: int(b.sample_count) for b in stats.string_stats.rank_histogram.buckets}
@@ -167,7 +168,7 @@ def _filled(statistics: Statistics, column: str) -> tuple[float, int | None]:
     kind = None
     for split_statistics in statistics.values():
         rows += sum(d.num_examples for d in split_statistics.datasets)
-        stats = _features(split_statistics).get(column)
+        stats = features_by_name(split_statistics).get(column)
         if stats is None:
             continue
         which = stats.WhichOneof("stats")

@@ -12,7 +12,7 @@ Two checks, neither of which refuses a row:
 import dataclasses
 import os
 
-from pipeline.spans import drift
+from pipeline.spans import changes, drift
 from trainer_module import datetimes, missing, numbers
 from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.feature_signature import TRAINING_STATISTICS_FILE
@@ -64,8 +64,7 @@ class SkewCheck:
         # by nothing.
         read = {f.column for f in spec.features} - set(spec.ignored_columns)
         integer_ids = {f.column for f in spec.features if f.role == "integer"}
-        for stats in self._training.datasets[0].features:
-            name = stats.path.step[0] if stats.path.step else stats.name
+        for name, stats in changes.features_by_name(self._training).items():
             if name not in read or name in columns:
                 continue
             if stats.HasField("string_stats"):
