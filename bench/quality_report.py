@@ -2,7 +2,8 @@
 tally above them.
 
 Kept apart from bench/quality.py, whose files make each result's fingerprint: how a finished
-result is shown can change without running the suite again.
+result is shown can change without running the suite again. The targets themselves are
+bench/targets.py's.
 """
 
 import json
@@ -10,10 +11,12 @@ import math
 import os
 import re
 
-from bench.quality import (
+from bench.targets import (
     CLASSIFICATION_GAP,
     RMSE_RATIO,
     TARGET_METRIC,
+    TRAINER_SECONDS_FLOOR,
+    TREE_TIME_RATIO,
     TREES,
     better,
 )
@@ -48,9 +51,9 @@ def kept_tree_seconds(entry: dict) -> float:
 def markdown(compared: list[dict]) -> str:
     lines = ["| dataset | source | rows (train / eval) | task | metric | this pipeline "
              "(Evaluator) | " + " | ".join(TREES) + " | target (best tree) | met | "
-             "component seconds (first run) / each tree's fit seconds | wall seconds (all "
-             "runs) | epochs (best / run / budget, refit) |",
-             "|---|---|---:|---|---|---:|" + "---:|" * len(TREES) + "---|---|---|---:|---|"]
+             "Trainer seconds per run (limit) | component seconds (first run) / each tree's fit "
+             "seconds | wall seconds (all runs) | epochs (best / run / budget, refit) |",
+             "|---|---|---:|---|---|---:|" + "---:|" * len(TREES) + "---|---|---|---|---:|---|"]
     for entry in compared:
         # The dataset's whole time: `make dataset`, every seed's DAG and the trees, as the
         # suite's store keeps it (`make bench`'s shipped rows, made outside it, have none).
@@ -62,7 +65,7 @@ def markdown(compared: list[dict]) -> str:
             failed = re.sub(r"'[^']*/(quality_suite/[^']*)'", r"'\1'", entry["failed"])
             lines.append(f"| {entry['dataset']} | {entry['source']} | — | {entry['task']} | "
                          f"{TARGET_METRIC[entry['task']]} | — | " + "— | " * len(TREES)
-                         + f"— | **no**: {failed.replace('|', '/')} | — | {wall} | — |")
+                         + f"— | **no**: {failed.replace('|', '/')} | — | — | {wall} | — |")
             continue
         training = entry.get("training")
         epochs = (f"{training['best_epoch'] or 'last'} / {training['epochs_run']} / "
@@ -85,8 +88,20 @@ def markdown(compared: list[dict]) -> str:
             lines.append(f"| {entry['dataset']} | {entry.get('source', '')} | "
                          f"{entry['train_rows']:,} / {entry['eval_rows']:,} | {entry['task']} | "
                          f"{row['metric']} | {_figure(row['pipeline'], row['metric'])} | "
-                         f"{trees_text} | {target} | {met} | {seconds} | {wall} | {epochs} |")
+                         f"{trees_text} | {target} | {met} | {trainer_text(entry)} | {seconds} | "
+                         f"{wall} | {epochs} |")
     return "\n".join(lines)
+
+
+def trainer_text(entry: dict) -> str:
+    """The Trainer's mean seconds per run (± their spread) and whether they are within their
+    limit beside the best tree's fit; "—" for a result kept before the Trainer was timed."""
+    trainer = entry.get("trainer")
+    if not trainer:
+        return "—"
+    text = f"{trainer['mean']:.0f}" + (f" ± {trainer['spread']:.0f}" if trainer["runs"] > 1
+                                       else "")
+    return f"{text} (≤ {trainer['limit']:.0f}): {'yes' if trainer['met'] else '**no**'}"
 
 
 def _beats(row: dict) -> bool:
@@ -139,6 +154,7 @@ def summary(compared: list[dict], stamp: dict, seconds: float) -> str:
         + (f"; missed on {', '.join(misses)}." if misses else "."),
         f"- Better than the best tree on {len(beaten)} of {len(targets)} (target: at least "
         f"{half}){': ' + ', '.join(beaten) if beaten else ''}.",
+        _time_tally(compared),
         f"- Wall time {scratch / 60:.0f} min"
         + (" from scratch (the kept tree fits included)" if kept else "")
         + f", against at most {COST_RATIO * ANCHOR_MINUTES} min "
@@ -149,6 +165,18 @@ def summary(compared: list[dict], stamp: dict, seconds: float) -> str:
             f"{e['dataset']} {(e['seconds'] + kept_tree_seconds(e)) / 60:.0f} min"
             for e in longest) if longest else "") + ".",
     ])
+
+
+def _time_tally(compared: list[dict]) -> str:
+    """The time target's line: on how many datasets each run's Trainer kept within its limit
+    (a dataset that failed, or a result kept before the Trainer was timed, misses it)."""
+    timed = {e["dataset"]: e.get("trainer") for e in compared}
+    within = [d for d, t in timed.items() if t and t["met"]]
+    over = [f"{d} ({t['mean']:.0f} s against {t['limit']:.0f})" if t else f"{d} (not timed)"
+            for d, t in timed.items() if not (t and t["met"])]
+    return (f"- Trainer time per run within its limit (at most {TRAINER_SECONDS_FLOOR:.0f} s or "
+            f"{TREE_TIME_RATIO:g}× the best tree's fit, whichever is more) on {len(within)} of "
+            f"{len(timed)} datasets" + (f"; over on {', '.join(over)}." if over else "."))
 
 
 def publish(compared: list[dict], results_dir: str, doc: str | None,

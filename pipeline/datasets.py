@@ -136,8 +136,8 @@ def spec_text(values: dict, notes: dict[str, list[str]] | None = None,
     entry may carry a `why`), the one writer of that form: `load_spec` reads what it writes.
 
     Args:
-      values: the spec's tables (label, features, evaluation, training, model, csv, spans,
-        drift); `name` is the folder's, not written.
+      values: the spec's tables (label, features, evaluation, training, model, tpu, csv,
+        spans, drift); `name` is the folder's, not written.
       notes: comments to write before a key or a table, by its dotted path (e.g.
         "training.epochs", "evaluation.thresholds.accuracy", "csv"), each wrapped to
         COMMENT_WIDTH.
@@ -166,7 +166,7 @@ def spec_text(values: dict, notes: dict[str, list[str]] | None = None,
                        for column, entries in values["features"].items()})
     table("evaluation", values["evaluation"])
     table("evaluation.thresholds", values["evaluation"].get("thresholds", {}))
-    for section in ("training", "model"):
+    for section in ("training", "model", "tpu"):
         if values.get(section):
             table(section, values[section])
     if values.get("csv", _DEFAULT_CSV) != _DEFAULT_CSV:

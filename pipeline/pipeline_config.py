@@ -340,6 +340,9 @@ def _trainer_settings(spec: DatasetSpec, values: Mapping[str, object],
         trainer.setdefault("reference_batch_size", spec.per_replica_batch_size)
     for setting, value in spec.model:
         trainer.setdefault(setting, value)
+    if spec.tpu_network and "tpu_network" not in trainer:
+        # A setting given to the run wins on a TPU too.
+        trainer["tpu_network"] = tuple((k, v) for k, v in spec.tpu_network if k not in given)
     return trainer
 
 

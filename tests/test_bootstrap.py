@@ -124,10 +124,10 @@ def test_pair_tables_grow_with_the_training_rows_as_primes(train_rows, buckets):
 
 
 @pytest.mark.parametrize("train_rows, validated, batch, epochs", [
-    (2657, True, 256, 1000),      # 10 steps an epoch: 10,000 steps, not 200 epochs' 2,000
+    (2657, True, 256, 500),       # 10 steps an epoch: 5,000 steps, not 200 epochs' 2,000
     (2657, False, 256, 200),      # no slice to stop on: the epoch cap holds
-    (30_000, True, 256, 171),     # 117 steps an epoch: 171 epochs make 20,000 steps
-    (943_000, True, 1024, 22)])   # large data: about 20,000 steps
+    (30_000, True, 256, 43),      # 117 steps an epoch: 43 epochs make 5,000 steps
+    (943_000, True, 1024, 10)])   # large data: 920 steps an epoch, at least 10 epochs
 def test_the_budget_is_sized_in_steps_where_epochs_are_short(train_rows, validated, batch,
                                                              epochs):
     assert bootstrap.training_budget(train_rows, validated) == (batch, epochs)
@@ -135,8 +135,8 @@ def test_the_budget_is_sized_in_steps_where_epochs_are_short(train_rows, validat
 
 def test_small_data_is_refitted_on_every_training_row_and_large_data_is_not():
     assert bootstrap.refit_factor(0) == bootstrap.refit_factor(
-        bootstrap.LARGE_DATA_ROWS - 1) == bootstrap.REFIT_FACTOR > 0
-    assert bootstrap.refit_factor(bootstrap.LARGE_DATA_ROWS) == 0
+        bootstrap.REFIT_ROWS - 1) == bootstrap.REFIT_FACTOR > 0
+    assert bootstrap.refit_factor(bootstrap.REFIT_ROWS) == 0
     TrainerConfig.create(refit_factor=bootstrap.REFIT_FACTOR)  # a value the Trainer accepts
 
 
@@ -184,20 +184,28 @@ def test_small_multiclass_and_regression_data_take_tabms_published_defaults(tmp_
     patience = bootstrap.SMALL_DATA_PATIENCE if rows >= 900 else 0
     assert spec["training"]["early_stopping_patience"] == (
         trainer.training.early_stopping_patience) == patience
+    defaults = TrainerConfig().training
     if tabm:
         network = bootstrap.TABM_NETWORK
         assert written == used == (list(network.hidden_units), network.dropout, network.l2,
-                                   bootstrap.TABM_MEMBERS, bootstrap.TABM_LEARNING_RATE,
+                                   bootstrap.TABM_MEMBERS, bootstrap.LEARNING_RATE,
                                    bootstrap.TABM_WEIGHT_DECAY)
-        assert "TabM's published defaults" in (tmp_path / "small" / datasets.SPEC_FILE).read_text(
-            encoding="utf-8")
+        assert "TabM's shape, sized for a CPU" in (
+            tmp_path / "small" / datasets.SPEC_FILE).read_text(encoding="utf-8")
+        # A TPU trains the paper's sizes ([tpu]) in their place.
+        assert spec["tpu"] == bootstrap.TABM_TPU_NETWORK
+        on_tpu = trainer.model.on_tpu()
+        assert (list(on_tpu.hidden_units), on_tpu.ensemble_size) == (
+            bootstrap.TABM_TPU_NETWORK["hidden_units"], bootstrap.TABM_TPU_NETWORK["ensemble_size"])
     else:
         size = bootstrap.network_size(rows * 2 // 3)
         assert written[:3] == (list(size.hidden_units), size.dropout, size.l2)
-        assert written[4:] == (None, None)
-        defaults = TrainerConfig().training
-        assert used[4:] == (defaults.learning_rate, defaults.weight_decay)
+        # The faster rate wherever a slice stops the fit; without one, the Trainer's.
+        rate = bootstrap.LEARNING_RATE if patience else None
+        assert written[4:] == (rate, None)
+        assert used[4:] == (rate or defaults.learning_rate, defaults.weight_decay)
         assert used[3] == (1 if task == "multiclass" else bootstrap.BINARY_ENSEMBLE_SIZE)
+        assert "tpu" not in spec and not trainer.model.tpu_network
 
 
 def test_numbers_keep_their_quantile_bins_within_one_bin_per_hundred_training_rows():
@@ -792,3 +800,19 @@ def test_a_timestamp_shared_by_rows_of_one_event_is_also_an_id(tmp_path):
     assert features["day"]["role"] == "datetime" and "instant_buckets" not in features["day"]
     assert features["logged"]["role"] == "datetime"
     assert "instant_buckets" not in features["logged"]
+
+
+def test_tabms_shape_reads_a_few_valued_integer_with_one_bin_and_a_wider_one_with_its_bins(
+        tmp_path):
+    """Quantile bins over a count of a few values repeat its ids (deliveries' 27 counts of 3 to
+    5 values); an integer of more values keeps its bins under TabM's shape."""
+    rng = random.Random(7)
+    rows = [{"few": str(rng.randint(0, 3)), "more": str(10 * rng.randint(1, 11)),
+             "y": rng.choice(["a", "b", "c"])} for _ in range(900)]
+    spec = _made(tmp_path, "counts", rows, "y", "multiclass")
+    assert spec["model"]["ensemble_size"] == bootstrap.TABM_MEMBERS  # TabM's shape
+    features = spec["features"]
+    assert (features["few"]["role"], features["few"]["bins"]) == ("integer",
+                                                                  bootstrap.SIZED_INTEGER_BINS)
+    assert (features["more"]["role"], features["more"]["bins"]) == (
+        "integer", bootstrap.INTEGER_NUMBER_BINS)

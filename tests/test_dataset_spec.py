@@ -164,6 +164,33 @@ def test_the_specs_network_is_the_trainers_default_and_settings_win(tmp_path):
     assert configure(from_env({"DATASET": config.dataset}), trainer=given).trainer == given
 
 
+def test_the_specs_tpu_network_reaches_the_trainer_and_a_given_setting_wins_there_too(
+        tmp_path):
+    """[tpu] names what a TPU trains in place of [model]'s network; a setting the run gives
+    is the network on a TPU as well."""
+    text = PENGUIN_SPEC + ("\n[model]\nensemble_size = 8\n"
+                           "\n[tpu]\nhidden_units = [512, 512]\nensemble_size = 32\n")
+    config = _dataset(tmp_path, text)
+    spec = config.spec
+    assert spec.tpu_network == (("hidden_units", (512, 512)), ("ensemble_size", 32))
+    assert from_dict(spec.to_dict(), "spec.toml", spec.name) == spec
+    written = tmp_path / "written"
+    written.mkdir()
+    (written / "spec.toml").write_text(datasets.spec_text(spec.to_dict()), encoding="utf-8")
+    assert "[tpu]\nhidden_units = [512, 512]\nensemble_size = 32" in (
+        written / "spec.toml").read_text(encoding="utf-8")
+    model = configure(from_env({"DATASET": config.dataset})).trainer.model
+    assert model.ensemble_size == 8 and model.on_tpu().ensemble_size == 32
+    assert model.on_tpu().hidden_units == (512, 512)
+    given = configure(from_env({"DATASET": config.dataset, "ENSEMBLE_SIZE": "4"})).trainer.model
+    assert given.tpu_network == (("hidden_units", (512, 512)),)
+    assert given.on_tpu().ensemble_size == 4
+    _fails(lambda: _dataset(tmp_path, PENGUIN_SPEC + "\n[tpu]\nmembers = 32\n"),
+           "spec.toml: ", "tpu.members = 32: expected only the keys hidden_units")
+    _fails(lambda: _dataset(tmp_path, PENGUIN_SPEC + "\n[tpu]\nensemble_size = 0\n"),
+           "spec.toml: ", "tpu.ensemble_size = 0: expected a whole number >= 1")
+
+
 def _with_training(key: str, value: str) -> str:
     assert "\n[training]\n" in PENGUIN_SPEC
     return PENGUIN_SPEC.replace("\n[training]\n", f"\n[training]\n{key} = {value}\n")

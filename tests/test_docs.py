@@ -119,6 +119,12 @@ def test_architecture_names_every_module():
     assert not missing, missing
 
 
+def test_the_trainer_page_stays_a_reference():
+    """The record of each run lives in docs/experiments/; the page says what is and links it."""
+    page = os.path.join(REPO_ROOT, "docs", "trainer-and-tpu.md")
+    assert len(_read(page).splitlines()) <= 350
+
+
 def test_every_project_file_the_docs_name_exists():
     for path in [README, *DOCS]:
         named = set(re.findall(r"\b((?:pipeline|trainer_module|bench|tests|docs)"

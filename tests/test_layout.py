@@ -56,3 +56,27 @@ def test_the_pipeline_top_level_stays_small_and_the_time_axis_has_its_room():
                                                                   "*.py"))}
     assert {"folders.py", "store.py", "intake.py", "drift.py", "skew.py", "drift_validator.py",
             "span_window.py", "span_resolver.py"} <= spans
+
+
+def _project_imports(path: str) -> set[str]:
+    """The project modules `path` imports (anywhere in it, lazily too), as dotted names."""
+    modules = set()
+    for name in _imports(path):
+        for candidate in (name, name.rpartition(".")[0]):
+            if candidate and os.path.isfile(os.path.join(REPO_ROOT, *candidate.split("."))
+                                            + ".py"):
+                modules.add(candidate)
+    return modules
+
+
+def test_no_two_modules_import_each_other():
+    """A circle (a module importing one that imports it back, even lazily) means neither can
+    be read or changed on its own; one of them holds what both need."""
+    graph = {}
+    for room in ("pipeline", "trainer_module", "bench"):
+        for path in glob.glob(os.path.join(REPO_ROOT, room, "**", "*.py"), recursive=True):
+            name = os.path.relpath(path, REPO_ROOT)[:-3].replace(os.sep, ".")
+            graph[name] = _project_imports(path)
+    circles = sorted({tuple(sorted((a, b))) for a, targets in graph.items() for b in targets
+                      if a in graph.get(b, ())})
+    assert not circles, circles

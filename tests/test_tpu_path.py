@@ -256,22 +256,42 @@ def test_an_ensembles_step_compiles_with_xla_in_bfloat16(transformed_data, kind)
     assert report.precision == "mixed_bfloat16"
 
 
-def test_tabms_defaults_step_compiles_with_xla_in_bfloat16(transformed_data):
-    """The network and optimizer `make dataset` writes for small multiclass data (TabM's
-    published defaults, with decoupled weight decay) keep the step TPU-shaped too."""
+def test_the_tpu_network_make_dataset_writes_is_the_step_tpu_check_compiles(transformed_data):
+    """`make dataset` writes TabM's shape sized for a CPU in [model] and the paper's sizes in
+    [tpu]: the step a TPU runs (and `make tpu-check` compiles, with XLA in bfloat16) trains the
+    [tpu] network, and a CPU run keeps [model]'s."""
     network = bootstrap.TABM_NETWORK
-    report = tool_tpu_step.check(
-        transformed_data.transform_dir, transformed_data.train_files,
-        TrainerConfig.create(per_replica_batch_size=8, steps_per_execution=4,
-                             hidden_units=network.hidden_units, dropout=network.dropout,
-                             l2=network.l2, ensemble_size=bootstrap.TABM_MEMBERS,
-                             learning_rate=bootstrap.TABM_LEARNING_RATE,
-                             weight_decay=bootstrap.TABM_WEIGHT_DECAY),
-        transformed_data.spec, steps=16)
+    config = TrainerConfig.create(
+        per_replica_batch_size=8, steps_per_execution=4, hidden_units=network.hidden_units,
+        dropout=network.dropout, l2=network.l2, ensemble_size=bootstrap.TABM_MEMBERS,
+        learning_rate=bootstrap.LEARNING_RATE, weight_decay=bootstrap.TABM_WEIGHT_DECAY,
+        tpu_network=tuple(bootstrap.TABM_TPU_NETWORK.items()))
+    report = tool_tpu_step.check(transformed_data.transform_dir, transformed_data.train_files,
+                                 config, transformed_data.spec, steps=16)
     assert report.xla_ok, report.xla_error
     assert report.traces == 1 and report.steps_run == 16 and report.ready
     assert report.precision == "mixed_bfloat16"
     assert f"weight decay {bootstrap.TABM_WEIGHT_DECAY:g}" in report.learning_rate
+    assert report.network == ("32 members sharing layers of 512, 512, 512 (the spec's [tpu] "
+                              "network)")
+    assert "Network: 32 members sharing layers of 512, 512, 512" in report.format()
+    cpu = plan.make_plan(config, transformed_data.spec, 16)
+    assert (cpu.config.model.hidden_units, cpu.config.model.ensemble_size) == (
+        network.hidden_units, bootstrap.TABM_MEMBERS)
+    tpu = plan.make_plan(config, transformed_data.spec, 16, as_tpu=True)
+    assert (tpu.config.model.hidden_units, tpu.config.model.ensemble_size) == ((512, 512, 512),
+                                                                               32)
+
+
+def test_a_reached_tpu_trains_the_specs_tpu_network(
+        tpu_cluster, transformed_data):
+    """The injected resolver stands in for a TPU (none exists here): the plan built on the
+    TPUStrategy it gives swaps in the [tpu] network, as `run_fn` on a TPU VM would train it."""
+    dist = get_distribution_strategy(TrainerConfig.create(tpu_address="local"))
+    config = TrainerConfig.create(ensemble_size=8, tpu_network=(("ensemble_size", 32),))
+    on_tpu = plan.make_plan(config, transformed_data.spec, 16, dist=dist)
+    assert on_tpu.tpu and on_tpu.config.model.ensemble_size == 32
+    assert on_tpu.config.model.hidden_units == config.model.hidden_units  # not in [tpu]
 
 
 def test_budget_verdict_names_the_waiting_share():

@@ -126,6 +126,11 @@ class ModelConfig:
       feature (the wide part of Wide & Deep, Cheng et al., 2016), started at 0, without
       dropout or L2. What each category adds on its own is then one table away, as in a
       linear model; the embeddings and the MLP learn what is left.
+    tpu_network: the network a TPU trains in place of this one, as (setting, value) pairs of
+      this group's settings (a spec's [tpu] table). A TPU's step is input-bound by far, so
+      there a wider network or more members cost little time where a CPU pays for each;
+      the training plan swaps them in when it builds the step a TPU runs (a TPU, or
+      `make tpu-check`). Empty: a TPU trains the same network.
     """
 
     hidden_units: tuple[int, ...] = (256, 128)
@@ -138,9 +143,11 @@ class ModelConfig:
     ensemble_size: int = 1
     ensemble_kind: str = "mini"
     wide: bool = False
+    tpu_network: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_units", tuple(self.hidden_units))
+        object.__setattr__(self, "tpu_network", _network_pairs(self.tpu_network))
         if not self.hidden_units:
             raise TrainerConfigError("hidden_units is empty: expected one or more widths > 0")
         for width in self.hidden_units:
@@ -158,6 +165,33 @@ class ModelConfig:
         _check_int("ensemble_size", self.ensemble_size, minimum=1)
         _check_choice("ensemble_kind", self.ensemble_kind)
         _check_bool("wide", self.wide)
+
+    def on_tpu(self) -> "ModelConfig":
+        """The network a TPU trains: this one with tpu_network's settings."""
+        return dataclasses.replace(self, **dict(self.tpu_network), tpu_network=())
+
+
+def _network_pairs(pairs: Any) -> tuple[tuple[str, Any], ...]:
+    """tpu_network as (setting, value) pairs, each a ModelConfig setting with a value it
+    takes (JSON gives lists for tuples)."""
+    networks = {f.name for f in dataclasses.fields(ModelConfig)} - {"tpu_network"}
+    if (isinstance(pairs, str | bytes) or not isinstance(pairs, list | tuple)
+            or any(not isinstance(p, list | tuple) or len(p) != 2 for p in pairs)):
+        raise TrainerConfigError(
+            f"tpu_network={pairs!r}: expected (setting, value) pairs of the network's settings, "
+            "e.g. [['ensemble_size', 32], ['hidden_units', [512, 512, 512]]]")
+    normal = tuple((name, tuple(value) if isinstance(value, list) else value)
+                   for name, value in pairs)
+    unknown = sorted({name for name, _ in normal} - networks)
+    if unknown:
+        raise TrainerConfigError(f"tpu_network names {unknown}: expected only the network's "
+                                 f"settings {sorted(networks)}")
+    if normal:
+        try:  # each value checked as the setting itself checks it
+            ModelConfig(**dict(normal))
+        except TrainerConfigError as e:
+            raise TrainerConfigError(f"tpu_network: {e}") from e
+    return normal
 
 
 @dataclasses.dataclass(frozen=True)
@@ -380,6 +414,9 @@ class TrainerConfig:
         """JSON-serializable form for the Trainer's custom_config."""
         values = dataclasses.asdict(self)
         values["model"]["hidden_units"] = list(self.model.hidden_units)
+        values["model"]["tpu_network"] = [
+            [name, list(value) if isinstance(value, tuple) else value]
+            for name, value in self.model.tpu_network]
         values["runtime"]["profile_steps"] = list(self.runtime.profile_steps)
         return {TRAINER_CONFIG_KEY: values}
 

@@ -18,7 +18,8 @@ from trainer_module.keys import DATASET_SPEC_KEY
 
 RULE_OPS = (">", ">=", "<", "<=")
 MISSING_LABELS = ("stop", "drop")
-SECTIONS = ("label", "features", "evaluation", "training", "model", "csv", "spans", "drift")
+SECTIONS = ("label", "features", "evaluation", "training", "model", "tpu", "csv", "spans",
+            "drift")
 CSV_KEYS = ("delimiter", "missing_values", "formats")
 DRIFT_KEYS = ("thresholds", "warn_only")
 # The span folder layouts a [spans] table may name (pipeline/spans/folders.py reads them).
@@ -121,6 +122,9 @@ class DatasetSpec:
       settings of the same names (settings win); None: the Trainer's default.
     model: the network for this dataset ([model], MODEL_KEYS → value; settings win): sizes for
       its row count, and whether categories are paired; as (key, value) pairs.
+    tpu_network: ([tpu]) the network settings a TPU trains in place of [model]'s (MODEL_KEYS →
+      value; settings win): a TPU's step is input-bound, so more members or wider layers cost
+      little there (ModelConfig.tpu_network).
     delimiter / missing_values: how the CSV files are written ([csv]): the field delimiter, and
       the words besides trainer_module/missing.py's that mean "no value" in a number column.
     number_formats: ([csv] formats) the number columns written with a cell format, as
@@ -160,6 +164,7 @@ class DatasetSpec:
     validation_fraction: float | None = None
     validation_folds: int | None = None
     model: tuple[tuple[str, Any], ...] = ()
+    tpu_network: tuple[tuple[str, Any], ...] = ()
     delimiter: str = ","
     missing_values: tuple[str, ...] = ()
     number_formats: tuple[tuple[str, str], ...] = ()
@@ -272,6 +277,7 @@ class DatasetSpec:
                 {} if t.allowed_change is None else {"allowed_change": t.allowed_change})}
         training = {k: getattr(self, k) for k in TRAINING_KEYS if getattr(self, k) is not None}
         model = {k: list(v) if isinstance(v, tuple) else v for k, v in self.model}
+        tpu = {k: list(v) if isinstance(v, tuple) else v for k, v in self.tpu_network}
         spans = {"layout": self.span_layout} if self.span_layout else {}
         drift = {**({"thresholds": dict(self.drift_thresholds)} if self.drift_thresholds
                     else {}),
@@ -281,7 +287,8 @@ class DatasetSpec:
         return {"name": self.name, "label": label, "features": features,
                 "evaluation": {"slices": list(self.slices), "thresholds": thresholds},
                 **({"training": training} if training else {}),
-                **({"model": model} if model else {}), "csv": csv,
+                **({"model": model} if model else {}), **({"tpu": tpu} if tpu else {}),
+                "csv": csv,
                 **({"spans": spans} if spans else {}), **({"drift": drift} if drift else {})}
 
     def to_custom_config(self) -> dict[str, Any]:
@@ -378,6 +385,8 @@ def from_dict(values: Any, source: str, name: str, evaluation: bool = True) -> D
     spec = DatasetSpec(
         name=name, features=features, thresholds=thresholds, slices=slices, **label,
         model=_model_settings(r, r.table(values.get("model"), "model", required=False)),
+        tpu_network=_model_settings(r, r.table(values.get("tpu"), "tpu", required=False),
+                                    "tpu"),
         **_training_section(r, r.table(values.get("training"), "training", required=False)),
         **_csv_section(r, r.table(values.get("csv"), "csv", required=False)),
         **_spans_section(r, r.table(values.get("spans"), "spans", required=False)),
@@ -680,9 +689,11 @@ def label_values_allowed(spec: DatasetSpec) -> tuple[str, ...] | None:
     return spec.classes or ("0", "1")
 
 
-def _model_settings(r: _Reader, table: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    """The [model] table's settings, each checked by ModelConfig itself (one rule per setting)."""
-    r.unknown(table, "model", MODEL_KEYS)
+def _model_settings(r: _Reader, table: dict[str, Any], section: str = "model"
+                    ) -> tuple[tuple[str, Any], ...]:
+    """The [model] (or [tpu]) table's settings, each checked by ModelConfig itself (one rule
+    per setting)."""
+    r.unknown(table, section, MODEL_KEYS)
     settings = []
     for key in MODEL_KEYS:
         if key not in table:
@@ -690,11 +701,13 @@ def _model_settings(r: _Reader, table: dict[str, Any]) -> tuple[tuple[str, Any],
         value = table[key]
         if key == "hidden_units":
             if not isinstance(value, list):
-                raise r.fail("model.hidden_units", value, "a list of widths, e.g. [256, 128]")
+                raise r.fail(f"{section}.hidden_units", value,
+                             "a list of widths, e.g. [256, 128]")
             value = tuple(value)
         try:
             ModelConfig(**{key: value})
         except TrainerConfigError as e:
-            raise r.fail(f"model.{key}", table[key], str(e).split(": expected ", 1)[-1]) from e
+            raise r.fail(f"{section}.{key}", table[key],
+                         str(e).split(": expected ", 1)[-1]) from e
         settings.append((key, value))
     return tuple(settings)

@@ -379,6 +379,10 @@ def make_plan(config: TrainerConfig, spec: DatasetSpec, train_steps: int | None,
     """
     dist = dist or strategy.get_distribution_strategy(config)
     tpu = as_tpu or strategy.is_tpu(dist)
+    if tpu and config.model.tpu_network:
+        logging.info("The step a TPU runs trains the spec's [tpu] network: %s",
+                     ", ".join(f"{k}={v}" for k, v in config.model.tpu_network))
+        config = dataclasses.replace(config, model=config.model.on_tpu())
     runtime = config.runtime
     precision = runtime.mixed_precision
     if precision == "auto":

@@ -21,7 +21,7 @@ import tensorflow_transform as tft
 import tf_keras
 
 from trainer_module import data, keys
-from trainer_module.config import TrainerConfig
+from trainer_module.config import ModelConfig, TrainerConfig
 from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.plan import TrainingPlan, make_plan
 
@@ -57,6 +57,7 @@ class Readiness:
     precision: str
     steps_per_execution: int
     learning_rate: str
+    network: str
     input_cache: str
     steps_run: int
     traces: int
@@ -82,6 +83,7 @@ class Readiness:
             f"global batch: {self.global_batch}",
             f"Precision policy: {self.precision}   steps per execution: "
             f"{self.steps_per_execution}   learning rate: {self.learning_rate}",
+            f"Network: {self.network}",
             f"Input cache: {self.input_cache}",
             f"Train steps run: {self.steps_run}   train function traces: {self.traces}"
             + ("" if self.traces == 1 else "  (expected 1: a shape changes between steps)"),
@@ -102,6 +104,14 @@ class Readiness:
         lines.append("")
         lines.append("READY for TPU" if self.ready else "NOT READY for TPU")
         return "\n".join(lines)
+
+
+def describe_network(network: ModelConfig, tpu_network: tuple) -> str:
+    """The network the step trains, and whether it is the spec's [tpu] one."""
+    kind = "packed members of" if network.ensemble_kind == "packed" else "members sharing"
+    members = f"{network.ensemble_size} {kind} " if network.ensemble_size > 1 else ""
+    return (f"{members}layers of {', '.join(map(str, network.hidden_units))}"
+            + (" (the spec's [tpu] network)" if tpu_network else ""))
 
 
 def _failed_op(message: str) -> str:
@@ -184,6 +194,7 @@ def check(
         steps_per_execution=plan.steps_per_execution,
         learning_rate=f"{plan.peak_learning_rate:.6g} ({config.training.lr_scaling} scaling, "
                       f"warmup {plan.warmup_steps} steps, decay {plan.describe_decay()})",
+        network=describe_network(plan.config.model, config.model.tpu_network),
         input_cache=cache.describe(),
         steps_run=0, traces=0, xla_ok=True)
     per_epoch = max(plan.steps_per_execution, steps // 2)

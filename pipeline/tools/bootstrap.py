@@ -110,10 +110,13 @@ INTEGER_RANGE_MAX = 1000
 INTEGER_NUMBER_BINS = NUMERIC_BINS
 # The sized network reads that number view with one bin, the value's place in the column's
 # range: its ids already give each value a weight of its own, which quantile steps over a few
-# values repeated (a column of 3 values had 16 bins). TabM's published defaults keep
-# INTEGER_NUMBER_BINS: with one bin there, hpc-data fell below its target over three seeds.
-# docs/trainer-and-tpu.md ("An integer's number view: one bin") has the runs.
+# values repeated (a column of 3 values had 16 bins). TabM's shape does so for an integer of
+# at most FEW_INTEGER_VALUES values, and keeps INTEGER_NUMBER_BINS on the others: with one bin
+# on hpc-data's `iterations` (11 values) it fell below its target over three seeds, while
+# deliveries' 27 counts of 3 to 5 values scored as well with one bin, for two thirds of the
+# Trainer's time. docs/trainer-and-tpu.md ("An integer's number view: one bin") has the runs.
 SIZED_INTEGER_BINS = 1
+FEW_INTEGER_VALUES = 8
 # Non-negative numbers this skewed have a long right tail: log them first.
 LONG_TAIL_SKEW = 2.0
 # The sized network (NETWORK_SIZES) reads the numbers (zscore, log_zscore) with NUMERIC_BINS
@@ -127,22 +130,32 @@ LONG_TAIL_SKEW = 2.0
 NUMBER_ROLES = ("zscore", "log_zscore")
 ROWS_PER_BIN = 100
 MAX_CLASSES = 1000
-# The training budget `make dataset` writes: about this many steps, in whole epochs.
-TRAIN_STEPS_TARGET = 20_000
+# The training budget `make dataset` writes: about this many steps, in whole epochs. At
+# LEARNING_RATE early stopping kept an epoch well inside it on every dataset of the quality
+# suite, and a run the slice does not stop stays within minutes on a CPU.
+TRAIN_STEPS_TARGET = 5_000
 MIN_EPOCHS, MAX_EPOCHS = 10, 200
 # With a validation slice to stop on, at least this many steps, past MAX_EPOCHS where an epoch
 # is a few steps: on small data 200 epochs can end while the loss is still falling. Early
 # stopping ends such runs (at most TrainingConfig.early_stopping_patience epochs after the
 # best: config.patience_after).
-MIN_TRAIN_STEPS = 10_000
+MIN_TRAIN_STEPS = 5_000
+# Adam's rate (at the spec's batch) wherever a validation slice stops the fit: TabM's, four
+# times the Trainer's default. On credit-data early stopping kept epoch 45 where the default
+# kept epoch 232, at the same validation loss, for a quarter of the Trainer's time;
+# docs/trainer-and-tpu.md ("Sizes that follow the data") has the runs.
+LEARNING_RATE = 0.002
 # With a validation slice, the cosine decay ends at this share of the peak rate
 # (TrainingConfig.lr_floor), so the budget's last epochs still learn.
 LR_FLOOR = 0.1
 LARGE_DATA_ROWS, LARGE_BATCH = 200_000, 1024
-# Below LARGE_DATA_ROWS training rows, the exported model is a refit on every training row
-# for this many times the epochs early stopping kept (TrainingConfig.refit_factor);
-# docs/trainer-and-tpu.md ("Refit on every training row") has the runs.
+# Below REFIT_ROWS training rows, the exported model is a refit on every training row for
+# this many times the epochs early stopping kept (TrainingConfig.refit_factor): there the
+# slice's rows are a real share of what there is to learn. From there on the refit would cost
+# as much training again for a tenth more rows (on flights, 22,000 training rows, it was 42 of
+# the Trainer's 120 s). docs/trainer-and-tpu.md ("Refit on every training row") has the runs.
 REFIT_FACTOR = 1.1
+REFIT_ROWS = 20_000
 # Below LARGE_DATA_ROWS, early stopping waits at most this many epochs for a lower
 # validation loss (TrainingConfig.early_stopping_patience); from there on, the Trainer's
 # default. A small slice's loss is noisy and an epoch is cheap; docs/trainer-and-tpu.md
@@ -193,18 +206,21 @@ NETWORK_SIZES = (
                 "many rows: light penalties"),
 )
 # A label of a task in TABM_ROWS below that many training rows, with a validation slice to stop
-# on, takes TabM's published defaults (Gorishniy et al., ICLR 2025) in place of NETWORK_SIZES and
-# the Trainer's optimizer: TABM_MEMBERS members sharing three layers of 512, dropout 0.1, no L2,
-# and Adam at TABM_LEARNING_RATE with decoupled weight decay TABM_WEIGHT_DECAY. It raised the
-# accuracy of both multiclass datasets in the quality suite and lowered the RMSE of both
-# regression datasets tried below 10,000 training rows; on those of 18,774 and 25,252 rows it
-# did no better than NETWORK_SIZES, and on binary labels it did not win. It takes several times
-# the training time. docs/trainer-and-tpu.md ("TabM's published defaults") has the runs.
+# on, takes TabM's shape of network (Gorishniy et al., ICLR 2025) in place of NETWORK_SIZES:
+# TABM_MEMBERS members sharing three layers, dropout 0.1, no L2, and decoupled weight decay
+# TABM_WEIGHT_DECAY. The paper's defaults (32 members, layers of 512) raised the accuracy of
+# both multiclass datasets in the quality suite and lowered the RMSE of both regression
+# datasets tried below 10,000 training rows, at about ten times a tree's fit on a CPU; a
+# quarter of the members on half the width kept deliveries' RMSE below CatBoost's for a
+# tenth of the time. docs/trainer-and-tpu.md ("TabM's published defaults") has the runs.
 TABM_ROWS = {tasks.MULTICLASS: LARGE_DATA_ROWS, tasks.REGRESSION: 10_000}
-TABM_NETWORK = NetworkSize(0, (512, 512, 512), 0.1, 0.0, "TabM's published defaults")
-TABM_MEMBERS = 32
-TABM_LEARNING_RATE = 0.002
+TABM_NETWORK = NetworkSize(0, (256, 256, 256), 0.1, 0.0, "TabM's shape, sized for a CPU")
+TABM_MEMBERS = 8
 TABM_WEIGHT_DECAY = 0.0003
+# What a TPU trains in TabM's place ([tpu]): the paper's own sizes, 32 members sharing layers of
+# 512. A TPU's step is input-bound by far (`make tpu-check`), so there they cost little of the
+# time a CPU pays for them.
+TABM_TPU_NETWORK = {"hidden_units": [512, 512, 512], "ensemble_size": 32}
 POSITIVE_WORDS = {"yes", "y", "true", "t", "1"}  # a binary label's positive class, in any case
 DISTINCT_CAP = 100_000  # distinct values kept per column while scanning
 CHANCE_AUC = 0.5  # a binary model's AUC when its scores rank nothing
@@ -413,12 +429,13 @@ def role_for(column: Column, type_name: str) -> tuple[dict, str]:
     return {"role": "zscore"}, f"numbers in [{low:.3g}, {high:.3g}], mean {mean:.3g}"
 
 
-def sized_integer_views(roles: dict[str, tuple[dict, str]]) -> dict[str, tuple[dict, str]]:
-    """`roles` (column → (entry, why)) for the sized network: each integer's number view with
-    SIZED_INTEGER_BINS."""
+def sized_integer_views(roles: dict[str, tuple[dict, str]], only: set[str] | None = None
+                        ) -> dict[str, tuple[dict, str]]:
+    """`roles` (column → (entry, why)) with each integer's number view (of the `only` columns,
+    if given) read with SIZED_INTEGER_BINS."""
     return {name: ({**entry, "bins": SIZED_INTEGER_BINS}, why)
-            if entry["role"] == "integer" and entry.get("bins") else (entry, why)
-            for name, (entry, why) in roles.items()}
+            if entry["role"] == "integer" and entry.get("bins") and (only is None or name in only)
+            else (entry, why) for name, (entry, why) in roles.items()}
 
 
 def bins_within_budget(roles: dict[str, tuple[dict, str]], train_rows: int
@@ -526,7 +543,10 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     tabm = takes_tabm_defaults(task, train_rows, validated=bool(slice_rows))
     roles = {column.name: role_for(column, types[column.name])
              for column in columns.values() if column.name != label}
-    if not tabm:
+    if tabm:
+        roles = sized_integer_views(roles, {name for name, column in columns.items()
+                                            if len(column.values) <= FEW_INTEGER_VALUES})
+    else:
         roles = bins_within_budget(sized_integer_views(roles), train_rows)
     for column_name, (entry, why) in roles.items():
         features[column_name] = [{**entry, "why": why}]
@@ -586,14 +606,15 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
             # share of the eval rows its answers happen to get right.
             **({"auc": {"min": CHANCE_AUC}} if task == tasks.BINARY else {})}},
         "training": {"epochs": epochs, "per_replica_batch_size": batch,
-                     **({"learning_rate": TABM_LEARNING_RATE,
-                         "weight_decay": TABM_WEIGHT_DECAY} if tabm else {}),
+                     **({"learning_rate": LEARNING_RATE} if slice_rows else {}),
+                     **({"weight_decay": TABM_WEIGHT_DECAY} if tabm else {}),
                      "early_stopping_patience": patience, "refit_factor": refit,
                      **({"lr_floor": LR_FLOOR, "validation_fraction": fraction}
                         if slice_rows else {})},
         "model": {"hidden_units": list(size.hidden_units), "embedding_dim": EMBEDDING_DIM,
                   "dropout": size.dropout, "l2": size.l2, "cross_buckets": buckets,
                   "ensemble_size": members},
+        **({"tpu": dict(TABM_TPU_NETWORK)} if tabm else {}),
         "csv": {"delimiter": dialect.delimiter, "missing_values": list(dialect.missing_values),
                 **({"formats": {name: str(fmt) for name, fmt in formats.items()}}
                    if formats else {})},
@@ -654,8 +675,12 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
                      f"{EMBEDDING_DIM}, dropout {size.dropout}, l2 {size.l2} ({size.why}), "
                      f"{buckets} rows per pair of categories, "
                      + (f"{members} members sharing it" if members > 1 else "one member")
-                     + (f"; Adam at {TABM_LEARNING_RATE:g} with weight decay "
-                        f"{TABM_WEIGHT_DECAY:g}" if tabm else ""))
+                     + (f"; Adam at {LEARNING_RATE:g}" if slice_rows else "")
+                     + (f" with weight decay {TABM_WEIGHT_DECAY:g}" if tabm else ""))
+    if tabm:
+        decisions.append(f"  on a TPU: layers {TABM_TPU_NETWORK['hidden_units']}, "
+                         f"{TABM_TPU_NETWORK['ensemble_size']} members ([tpu]: TabM's "
+                         "published sizes, cheap on a TPU's input-bound step)")
     return schema, datasets.spec_text(values, notes, header), decisions
 
 
@@ -689,24 +714,30 @@ def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshol
             f"below {SMALL_DATA_ROWS:,} training rows and {DataConfig().validation_fraction:g} "
             "from there on."],
         "training.learning_rate": [
-            "Adam's rate at this batch, and the decay of every weight apart from the gradient,",
-            "as TabM publishes them: make dataset writes them, with TabM's network below,",
-            f"for {tabm_rule()}."],
+            f"Adam's rate at this batch: make dataset writes {LEARNING_RATE:g}, TabM's, wherever a "
+            "validation", "slice stops the fit (the Trainer's default is "
+            f"{_DEFAULT_TRAINING.learning_rate:g})."],
+        "training.weight_decay": [
+            "The decay of every weight apart from the gradient, as TabM publishes it: make",
+            f"dataset writes it, with TabM's shape of network below, for {tabm_rule()}."],
         "training.lr_floor": [
             "The learning rate's cosine decay ends at this share of its peak instead of 0, so a",
             "fit still improving at the budget's end was learning at a real rate."],
         "training.refit_factor": [
             "Then a fresh model trains on every training row, the validation slice's too,",
             f"for refit_factor times the epochs kept (0: off). make dataset writes "
-            f"{REFIT_FACTOR:g} below", f"{LARGE_DATA_ROWS:,} training rows and 0 from there on."],
+            f"{REFIT_FACTOR:g} below", f"{REFIT_ROWS:,} training rows and 0 from there on."],
         "model": [f"{size.why} (for about {train_rows} training rows)"],
         "model.embedding_dim": ["width of each category feature's embedding"],
+        "tpu": ["The network a TPU trains in place of [model]'s: TabM's published sizes. A "
+                "TPU's step is input-bound, so there they cost little of the time a CPU pays "
+                "for them (make tpu-check compiles this network)."],
         "model.cross_buckets": ["embedding rows of each pair of category features: about one "
                                 f"per training row, at least {_DEFAULT_NETWORK.cross_buckets}"],
         "model.ensemble_size": [
             "members that share the MLP, each with its own head; their mean answers. make dataset",
             f"writes {BINARY_ENSEMBLE_SIZE} for a binary label below {LARGE_DATA_ROWS:,} training "
-            f"rows, {TABM_MEMBERS} (TabM's defaults) for", f"{tabm_rule()}, and 1 otherwise."],
+            f"rows, {TABM_MEMBERS} (TabM's shape) for", f"{tabm_rule()}, and 1 otherwise."],
         "csv": ["How the files are written (make dataset read them so)."],
     }
 
@@ -751,7 +782,7 @@ def ensemble_size(task: str, train_rows: int, validated: bool = True) -> int:
     """ensemble_size for this task and this many training rows: BINARY_ENSEMBLE_SIZE for a
     binary label below LARGE_DATA_ROWS, where the members' mean raised the AUC on four of the
     quality suite's six binary datasets (their mean AUC by 0.0062) and an epoch costs seconds;
-    TABM_MEMBERS where TabM's defaults apply (`takes_tabm_defaults`); else 1. Eight members on
+    TABM_MEMBERS where TabM's shape applies (`takes_tabm_defaults`); else 1. Eight members on
     the default network scored lower on a multiclass dataset and on one of two regression
     datasets; on large data they are untried, and a CPU epoch of minutes would take several
     times as long."""
@@ -761,7 +792,7 @@ def ensemble_size(task: str, train_rows: int, validated: bool = True) -> int:
 
 
 def takes_tabm_defaults(task: str, train_rows: int, validated: bool) -> bool:
-    """Whether this dataset takes TabM's published defaults (TABM_NETWORK and the rest): a
+    """Whether this dataset takes TabM's shape of network (TABM_NETWORK and the rest): a
     label of a task in TABM_ROWS below its number of training rows, with a validation slice,
     as TabM's own runs stop early on one (its learning rate is four times the Trainer's). On
     large data it is untried, and a CPU epoch of minutes would take several times as long."""
@@ -769,16 +800,16 @@ def takes_tabm_defaults(task: str, train_rows: int, validated: bool) -> bool:
 
 
 def tabm_rule() -> str:
-    """Which labels take TabM's published defaults, as the written spec's comments say it."""
+    """Which labels take TabM's shape of network, as the written spec's comments say it."""
     return " or ".join(f"a {task} label below {rows:,} training rows"
                        for task, rows in TABM_ROWS.items())
 
 
 def refit_factor(train_rows: int) -> float:
-    """refit_factor for this many training rows: REFIT_FACTOR below LARGE_DATA_ROWS, where the
+    """refit_factor for this many training rows: REFIT_FACTOR below REFIT_ROWS, where the
     validation slice's rows are a real share of what there is to learn and a second fit costs
     little; from there on 0 (off)."""
-    return REFIT_FACTOR if train_rows < LARGE_DATA_ROWS else 0.0
+    return REFIT_FACTOR if train_rows < REFIT_ROWS else 0.0
 
 
 def early_stopping_patience(train_rows: int) -> int:
