@@ -225,9 +225,9 @@ def test_numbers_keep_their_quantile_bins_within_one_bin_per_hundred_training_ro
 @pytest.mark.parametrize("task, tabm", [("binary", False), ("regression", True)])
 def test_the_sized_network_reads_numbers_without_bins_the_rows_cannot_train(tmp_path, task,
                                                                           tabm):
-    """600 training rows: the sized network reads a number without its quantile bins and an
-    integer's number view with one, TabM's defaults both with theirs. The loaded spec, which
-    Transform reads, carries the same bins, and the spec's own name is untouched by its
+    """600 training rows: the sized network reads a number without its quantile bins, TabM's
+    shape with them; both read a 4-valued integer's number view with one. The loaded spec,
+    which Transform reads, carries the same bins, and the spec's own name is untouched by its
     columns'."""
     rng = random.Random(7)
     spec = _made(tmp_path, "amounts", [
@@ -242,9 +242,8 @@ def test_the_sized_network_reads_numbers_without_bins_the_rows_cannot_train(tmp_
     items = spec["features"]["items"]
     assert (items["role"], items["why"]) == ("integer", "4 distinct integers in [0, 3], also as "
                                                         "a number")
-    integer_bins = bootstrap.INTEGER_NUMBER_BINS if tabm else bootstrap.SIZED_INTEGER_BINS
     assert {f.column: f.params["bins"] for f in loaded.features} == {
-        "amount": NUMERIC_BINS if tabm else 0, "items": integer_bins}
+        "amount": NUMERIC_BINS if tabm else 0, "items": bootstrap.SIZED_INTEGER_BINS}
     assert "make run DATASET=amounts " in (tmp_path / "amounts" / datasets.SPEC_FILE).read_text(
         encoding="utf-8")
 
