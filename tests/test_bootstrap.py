@@ -141,13 +141,17 @@ def test_small_data_is_refitted_on_every_training_row_and_large_data_is_not():
 
 
 def test_binary_multiclass_and_small_regression_data_get_an_ensemble_and_others_one_mlp():
-    large = bootstrap.LARGE_DATA_ROWS
+    large, many = bootstrap.LARGE_DATA_ROWS, bootstrap.MANY_ROWS
     small_regression = bootstrap.TABM_ROWS[tasks.REGRESSION]
     assert bootstrap.ensemble_size(tasks.BINARY, 0) == bootstrap.ensemble_size(
-        tasks.BINARY, large - 1) == bootstrap.BINARY_ENSEMBLE_SIZE > 1
+        tasks.BINARY, many - 1) == bootstrap.BINARY_ENSEMBLE_SIZE > bootstrap.FEW_MEMBERS
+    assert bootstrap.ensemble_size(tasks.BINARY, many) == bootstrap.ensemble_size(
+        tasks.BINARY, large - 1) == bootstrap.FEW_MEMBERS > 1
     assert bootstrap.ensemble_size(tasks.BINARY, large) == 1
     assert bootstrap.ensemble_size(tasks.MULTICLASS, 1000) == bootstrap.ensemble_size(
-        tasks.MULTICLASS, large - 1) == bootstrap.TABM_MEMBERS > 1
+        tasks.MULTICLASS, many - 1) == bootstrap.TABM_MEMBERS > bootstrap.FEW_MEMBERS
+    assert bootstrap.ensemble_size(tasks.MULTICLASS, many) == bootstrap.ensemble_size(
+        tasks.MULTICLASS, large - 1) == bootstrap.FEW_MEMBERS
     assert bootstrap.ensemble_size(tasks.MULTICLASS, 1000, validated=False) == 1
     assert bootstrap.ensemble_size(tasks.MULTICLASS, large) == 1
     assert bootstrap.ensemble_size(tasks.REGRESSION, 1000) == bootstrap.ensemble_size(

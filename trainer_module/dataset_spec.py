@@ -276,8 +276,7 @@ class DatasetSpec:
             thresholds[t.metric] = {side: t.bound, **(
                 {} if t.allowed_change is None else {"allowed_change": t.allowed_change})}
         training = {k: getattr(self, k) for k in TRAINING_KEYS if getattr(self, k) is not None}
-        model = {k: list(v) if isinstance(v, tuple) else v for k, v in self.model}
-        tpu = {k: list(v) if isinstance(v, tuple) else v for k, v in self.tpu_network}
+        model, tpu = _network_table(self.model), _network_table(self.tpu_network)
         spans = {"layout": self.span_layout} if self.span_layout else {}
         drift = {**({"thresholds": dict(self.drift_thresholds)} if self.drift_thresholds
                     else {}),
@@ -711,3 +710,8 @@ def _model_settings(r: _Reader, table: dict[str, Any], section: str = "model"
                          str(e).split(": expected ", 1)[-1]) from e
         settings.append((key, value))
     return tuple(settings)
+
+
+def _network_table(pairs: tuple) -> dict[str, Any]:
+    """A spec's network settings (name, value) pairs as the TOML table they were read from."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in pairs}

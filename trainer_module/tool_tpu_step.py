@@ -106,7 +106,7 @@ class Readiness:
         return "\n".join(lines)
 
 
-def describe_network(network: ModelConfig, tpu_network: tuple) -> str:
+def _describe_network(network: ModelConfig, tpu_network: tuple) -> str:
     """The network the step trains, and whether it is the spec's [tpu] one."""
     kind = "packed members of" if network.ensemble_kind == "packed" else "members sharing"
     members = f"{network.ensemble_size} {kind} " if network.ensemble_size > 1 else ""
@@ -194,7 +194,7 @@ def check(
         steps_per_execution=plan.steps_per_execution,
         learning_rate=f"{plan.peak_learning_rate:.6g} ({config.training.lr_scaling} scaling, "
                       f"warmup {plan.warmup_steps} steps, decay {plan.describe_decay()})",
-        network=describe_network(plan.config.model, config.model.tpu_network),
+        network=_describe_network(plan.config.model, config.model.tpu_network),
         input_cache=cache.describe(),
         steps_run=0, traces=0, xla_ok=True)
     per_epoch = max(plan.steps_per_execution, steps // 2)

@@ -178,6 +178,14 @@ EMBEDDING_DIM = 8
 # MLP (ModelConfig.ensemble_size); docs/trainer-and-tpu.md ("An ensemble of members that share
 # the MLP") has the runs.
 BINARY_ENSEMBLE_SIZE = 8
+# From MANY_ROWS training rows, a label that takes members (binary, or TabM's shape) takes
+# FEW_MEMBERS of them: a CPU's step costs about as much per member, and this many rows leave
+# the members' mean little noise to average away. With 2 in place of 8, flights' AUC rose
+# (0.7541 ± 0.0004 over 3 seeds against 0.7330 ± 0.0323) and diamonds' and military's
+# accuracy held, for a third to a half of the Trainer's time; docs/trainer-and-tpu.md
+# ("Sizes that follow the data") has the runs.
+MANY_ROWS = 20_000
+FEW_MEMBERS = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -737,7 +745,8 @@ def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshol
         "model.ensemble_size": [
             "members that share the MLP, each with its own head; their mean answers. make dataset",
             f"writes {BINARY_ENSEMBLE_SIZE} for a binary label below {LARGE_DATA_ROWS:,} training "
-            f"rows, {TABM_MEMBERS} (TabM's shape) for", f"{tabm_rule()}, and 1 otherwise."],
+            f"rows, {TABM_MEMBERS} (TabM's shape) for", f"{tabm_rule()}, {FEW_MEMBERS} in place "
+            f"of either from {MANY_ROWS:,} training rows on, and 1", "otherwise."],
         "csv": ["How the files are written (make dataset read them so)."],
     }
 
@@ -782,13 +791,17 @@ def ensemble_size(task: str, train_rows: int, validated: bool = True) -> int:
     """ensemble_size for this task and this many training rows: BINARY_ENSEMBLE_SIZE for a
     binary label below LARGE_DATA_ROWS, where the members' mean raised the AUC on four of the
     quality suite's six binary datasets (their mean AUC by 0.0062) and an epoch costs seconds;
-    TABM_MEMBERS where TabM's shape applies (`takes_tabm_defaults`); else 1. Eight members on
-    the default network scored lower on a multiclass dataset and on one of two regression
-    datasets; on large data they are untried, and a CPU epoch of minutes would take several
-    times as long."""
+    TABM_MEMBERS where TabM's shape applies (`takes_tabm_defaults`); FEW_MEMBERS in place of
+    either from MANY_ROWS on; else 1. Eight members on the default network scored lower on a
+    multiclass dataset and on one of two regression datasets; on large data they are untried,
+    and a CPU epoch of minutes would take several times as long."""
     if takes_tabm_defaults(task, train_rows, validated):
-        return TABM_MEMBERS
-    return BINARY_ENSEMBLE_SIZE if task == tasks.BINARY and train_rows < LARGE_DATA_ROWS else 1
+        members = TABM_MEMBERS
+    elif task == tasks.BINARY and train_rows < LARGE_DATA_ROWS:
+        members = BINARY_ENSEMBLE_SIZE
+    else:
+        return 1
+    return members if train_rows < MANY_ROWS else FEW_MEMBERS
 
 
 def takes_tabm_defaults(task: str, train_rows: int, validated: bool) -> bool:
