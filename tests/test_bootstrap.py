@@ -123,14 +123,18 @@ def test_pair_tables_grow_with_the_training_rows_as_primes(train_rows, buckets):
     TrainerConfig.create(cross_buckets=buckets)  # a value the Trainer accepts
 
 
-@pytest.mark.parametrize("train_rows, validated, batch, epochs", [
-    (2657, True, 256, 500),       # 10 steps an epoch: 5,000 steps, not 200 epochs' 2,000
-    (2657, False, 256, 200),      # no slice to stop on: the epoch cap holds
-    (30_000, True, 256, 43),      # 117 steps an epoch: 43 epochs make 5,000 steps
-    (943_000, True, 1024, 10)])   # large data: 920 steps an epoch, at least 10 epochs
-def test_the_budget_is_sized_in_steps_where_epochs_are_short(train_rows, validated, batch,
+@pytest.mark.parametrize("train_rows, task, validated, batch, epochs", [
+    (2657, tasks.MULTICLASS, True, 256, 500),  # 10 steps an epoch: 5,000, not 200 epochs' 2,000
+    (2657, tasks.MULTICLASS, False, 256, 200),  # no slice to stop on: the epoch cap holds
+    (2657, tasks.BINARY, True, 256, 100),       # a binary label's members: 1,000 steps
+    (2657, tasks.BINARY, False, 256, 200),      # ... with a slice to stop on only
+    (19_999, tasks.BINARY, True, 256, 13),      # 78 steps an epoch: 13 epochs make 1,000 steps
+    (20_000, tasks.BINARY, True, 256, 65),      # 2 members from MANY_ROWS on: 5,000 steps
+    (30_000, tasks.REGRESSION, True, 256, 43),  # 117 steps an epoch: 43 epochs make 5,000 steps
+    (943_000, tasks.BINARY, True, 1024, 10)])   # large data: 920 steps an epoch, at least 10
+def test_the_budget_is_sized_in_steps_where_epochs_are_short(train_rows, task, validated, batch,
                                                              epochs):
-    assert bootstrap.training_budget(train_rows, validated) == (batch, epochs)
+    assert bootstrap.training_budget(train_rows, task, validated) == (batch, epochs)
 
 
 def test_small_data_is_refitted_on_every_training_row_and_large_data_is_not():
@@ -701,8 +705,9 @@ def test_the_spec_says_truly_how_small_data_chooses_its_epochs(tmp_path, capsys,
         assert "a best at epoch b is waited on for 2b epochs when fewer, at least 10." in comments
         assert (f"patience {bootstrap.SMALL_DATA_PATIENCE} at most (2x the best epoch when "
                 "fewer, at least 10)") in capsys.readouterr().out
-        # A budget in steps, past 200 epochs, ending at a rate that still learns.
-        assert steps >= bootstrap.MIN_TRAIN_STEPS and training["epochs"] > bootstrap.MAX_EPOCHS
+        # A budget in steps (a binary label's members: BINARY_TRAIN_STEPS), ending at a rate
+        # that still learns.
+        assert 0 <= steps - bootstrap.BINARY_TRAIN_STEPS < steps / training["epochs"]
         assert training["lr_floor"] == bootstrap.LR_FLOOR
         assert training["validation_fraction"] == fraction
         trainer = configure(from_env({"DATASET": str(tmp_path / "small")})).trainer
