@@ -138,13 +138,19 @@ def test_the_budget_is_sized_in_steps_where_epochs_are_short(train_rows, task, v
 
 
 def test_small_data_is_refitted_on_every_training_row_and_large_data_is_not():
-    assert bootstrap.refit_factor(0) == bootstrap.refit_factor(
-        bootstrap.REFIT_ROWS - 1) == bootstrap.REFIT_FACTOR > 0
-    assert bootstrap.refit_factor(bootstrap.REFIT_ROWS) == 0
+    binary, regression = tasks.BINARY, tasks.REGRESSION
+    assert bootstrap.refit_factor(binary, 0) == bootstrap.refit_factor(
+        binary, bootstrap.REFIT_ROWS - 1) == bootstrap.REFIT_FACTOR > 0
+    assert bootstrap.refit_factor(binary, bootstrap.REFIT_ROWS) == 0
+    # A regression label past TabM's rows trains its members for most of the budget: no refit.
+    past_tabm = bootstrap.TABM_ROWS[regression]
+    assert bootstrap.refit_factor(regression, past_tabm - 1) == bootstrap.REFIT_FACTOR
+    assert bootstrap.refit_factor(regression, past_tabm) == 0 < bootstrap.refit_factor(
+        binary, past_tabm)
     TrainerConfig.create(refit_factor=bootstrap.REFIT_FACTOR)  # a value the Trainer accepts
 
 
-def test_binary_multiclass_and_small_regression_data_get_an_ensemble_and_others_one_mlp():
+def test_data_below_large_data_gets_an_ensemble_and_large_data_one_mlp():
     large, many = bootstrap.LARGE_DATA_ROWS, bootstrap.MANY_ROWS
     small_regression = bootstrap.TABM_ROWS[tasks.REGRESSION]
     assert bootstrap.ensemble_size(tasks.BINARY, 0) == bootstrap.ensemble_size(
@@ -160,7 +166,9 @@ def test_binary_multiclass_and_small_regression_data_get_an_ensemble_and_others_
     assert bootstrap.ensemble_size(tasks.MULTICLASS, large) == 1
     assert bootstrap.ensemble_size(tasks.REGRESSION, 1000) == bootstrap.ensemble_size(
         tasks.REGRESSION, small_regression - 1) == bootstrap.TABM_MEMBERS
-    assert bootstrap.ensemble_size(tasks.REGRESSION, small_regression) == 1
+    assert bootstrap.ensemble_size(tasks.REGRESSION, small_regression) == bootstrap.ensemble_size(
+        tasks.REGRESSION, large - 1) == bootstrap.FEW_MEMBERS
+    assert bootstrap.ensemble_size(tasks.REGRESSION, large) == 1
     assert bootstrap.ensemble_size(tasks.REGRESSION, 1000, validated=False) == 1
     ModelConfig(ensemble_size=bootstrap.BINARY_ENSEMBLE_SIZE)  # a value the Trainer accepts
 

@@ -193,6 +193,13 @@ BINARY_ENSEMBLE_SIZE = 8
 # ("Sizes that follow the data") has the runs.
 MANY_ROWS = 20_000
 FEW_MEMBERS = 2
+# A regression label past TabM's rows (TABM_ROWS) and below LARGE_DATA_ROWS takes FEW_MEMBERS
+# members on the sized network, and no refit. On hotel-rates (10,211 training rows) one MLP
+# scored an RMSE of 14.4169 ± 1.2294 over three seeds in one suite run and 14.1440 ± 0.1539 in
+# the next; 2 members without a refit scored 13.9298 ± 0.0493, the Trainer 88 ± 31 s against
+# its 112. The members' validation loss falls for most of the budget, so a refit as long again
+# took the Trainer past that limit (126 s).
+# docs/experiments/2026-12-05-members-penalties-and-bins.md has the runs.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -611,7 +618,7 @@ def propose(name: str, data_dir: str, label: str, task: str, dialect: Dialect = 
     buckets = pair_buckets(train_rows)
     members = ensemble_size(task, train_rows, validated=bool(slice_rows))
     # Without a slice nothing stops early and nothing is refitted: the spec says so.
-    refit = refit_factor(train_rows) if slice_rows else 0.0
+    refit = refit_factor(task, train_rows) if slice_rows else 0.0
     patience = early_stopping_patience(train_rows) if slice_rows else 0
     values = {
         "label": label_table, "features": features,
@@ -741,7 +748,8 @@ def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshol
         "training.refit_factor": [
             "Then a fresh model trains on every training row, the validation slice's too,",
             f"for refit_factor times the epochs kept (0: off). make dataset writes "
-            f"{REFIT_FACTOR:g} below", f"{REFIT_ROWS:,} training rows and 0 from there on."],
+            f"{REFIT_FACTOR:g} below", f"{REFIT_ROWS:,} training rows and 0 from there on, or "
+            f"from {TABM_ROWS[tasks.REGRESSION]:,} for a regression label."],
         "model": [f"{size.why} (for about {train_rows} training rows)"],
         "model.embedding_dim": ["width of each category feature's embedding"],
         "tpu": ["The network a TPU trains in place of [model]'s: TabM's published sizes. A "
@@ -753,7 +761,8 @@ def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshol
             "members that share the MLP, each with its own head; their mean answers. make dataset",
             f"writes {BINARY_ENSEMBLE_SIZE} for a binary label below {LARGE_DATA_ROWS:,} training "
             f"rows, {TABM_MEMBERS} (TabM's shape) for", f"{tabm_rule()}, {FEW_MEMBERS} in place "
-            f"of either from {MANY_ROWS:,} training rows on, and 1", "otherwise."],
+            f"of either from {MANY_ROWS:,} training rows on and for a regression label from",
+            f"{TABM_ROWS[tasks.REGRESSION]:,} to {LARGE_DATA_ROWS:,}, and 1 otherwise."],
         "csv": ["How the files are written (make dataset read them so)."],
     }
 
@@ -799,13 +808,16 @@ def ensemble_size(task: str, train_rows: int, validated: bool = True) -> int:
     binary label below LARGE_DATA_ROWS, where the members' mean raised the AUC on four of the
     quality suite's six binary datasets (their mean AUC by 0.0062) and an epoch costs seconds;
     TABM_MEMBERS where TabM's shape applies (`takes_tabm_defaults`); FEW_MEMBERS in place of
-    either from MANY_ROWS on; else 1. Eight members on the default network scored lower on a
+    either from MANY_ROWS on; FEW_MEMBERS for a regression label past TabM's rows
+    (`past_tabm_regression`); else 1. Eight members on the default network scored lower on a
     multiclass dataset and on one of two regression datasets; on large data they are untried,
     and a CPU epoch of minutes would take several times as long."""
     if takes_tabm_defaults(task, train_rows, validated):
         members = TABM_MEMBERS
     elif task == tasks.BINARY and train_rows < LARGE_DATA_ROWS:
         members = BINARY_ENSEMBLE_SIZE
+    elif past_tabm_regression(task, train_rows):
+        members = FEW_MEMBERS
     else:
         return 1
     return members if train_rows < MANY_ROWS else FEW_MEMBERS
@@ -825,11 +837,19 @@ def tabm_rule() -> str:
                        for task, rows in TABM_ROWS.items())
 
 
-def refit_factor(train_rows: int) -> float:
-    """refit_factor for this many training rows: REFIT_FACTOR below REFIT_ROWS, where the
-    validation slice's rows are a real share of what there is to learn and a second fit costs
-    little; from there on 0 (off)."""
-    return REFIT_FACTOR if train_rows < REFIT_ROWS else 0.0
+def past_tabm_regression(task: str, train_rows: int) -> bool:
+    """Whether this is a regression label with too many rows for TabM's shape and too few for
+    LARGE_DATA_ROWS: it trains FEW_MEMBERS members and no refit."""
+    return task == tasks.REGRESSION and TABM_ROWS[task] <= train_rows < LARGE_DATA_ROWS
+
+
+def refit_factor(task: str, train_rows: int) -> float:
+    """refit_factor for this task and this many training rows: REFIT_FACTOR below REFIT_ROWS,
+    where the validation slice's rows are a real share of what there is to learn and a second
+    fit costs little; from there on 0 (off), and 0 for a regression label past TabM's rows,
+    whose members train for most of the budget (`past_tabm_regression`)."""
+    return REFIT_FACTOR if train_rows < REFIT_ROWS and not past_tabm_regression(
+        task, train_rows) else 0.0
 
 
 def early_stopping_patience(train_rows: int) -> int:
@@ -852,20 +872,21 @@ def training_budget(train_rows: int, task: str, validated: bool = True) -> tuple
     while batch > 8 and batch * 2 > train_rows // 2:
         batch //= 2
     steps_per_epoch = max(1, train_rows // batch)
-    target, floor = train_steps(task, train_rows, validated)
+    target, floor = _train_steps(task, train_rows, validated)
     epochs = min(MAX_EPOCHS, max(MIN_EPOCHS, math.ceil(target / steps_per_epoch)))
     if validated:
         epochs = max(epochs, math.ceil(floor / steps_per_epoch))
     return batch, epochs
 
 
-def train_steps(task: str, train_rows: int, validated: bool) -> tuple[int, int]:
+def _train_steps(task: str, train_rows: int, validated: bool) -> tuple[int, int]:
     """(about how many steps the budget holds, the fewest with a validation slice) for this
     task and this many training rows: BINARY_TRAIN_STEPS for both where a binary label's
-    members train (below MANY_ROWS) and a validation slice stops them, else
+    BINARY_ENSEMBLE_SIZE members train and a validation slice stops them, else
     TRAIN_STEPS_TARGET and MIN_TRAIN_STEPS. Without a slice the last epoch is kept, so the
     budget stays the longer one."""
-    if validated and task == tasks.BINARY and train_rows < MANY_ROWS:
+    if (validated and task == tasks.BINARY
+            and ensemble_size(task, train_rows, validated) == BINARY_ENSEMBLE_SIZE):
         return BINARY_TRAIN_STEPS, BINARY_TRAIN_STEPS
     return TRAIN_STEPS_TARGET, MIN_TRAIN_STEPS
 
