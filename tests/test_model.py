@@ -173,6 +173,27 @@ def _export(data, model, tmp_path, scale=(0.0, 1.0)):
     return tf.saved_model.load(export_dir)
 
 
+def test_export_traces_the_transform_once_for_both_serving_signatures(transformed_data,
+                                                                       tmp_path):
+    """Each trace of the Transform layer prunes the transform graph again (seconds on a wide
+    dataset): serving_default, serving_features and the parity batch share one trace."""
+    spec = transformed_data.spec
+    tft_output = _tft(transformed_data)
+    config = TrainerConfig.create(hidden_units=(128,))
+    to_model_inputs = export.export_serving_model(
+        _model(transformed_data, config), config, spec, tft_output, str(tmp_path / "serving"),
+        (0.0, 1.0))
+    assert to_model_inputs.experimental_get_tracing_count() == 1
+    serving = transformed_data.rows.serialized(list(transformed_data.eval_csv_rows[:7]),
+                                               serving=True)
+    parsed = tf.io.parse_example(serving, export.serving_raw_feature_spec(tft_output, spec))
+    inputs = to_model_inputs(parsed)
+    assert to_model_inputs.experimental_get_tracing_count() == 1
+    expected = model_inputs(tft_output.transform_features_layer()(parsed), spec)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(inputs[name].numpy(), value.numpy())
+
+
 def test_export_serves_raw_examples_in_float32(task_data, tmp_path):
     spec = task_data.spec
     scale = (12.5, 10.0) if spec.task == "regression" else (0.0, 1.0)

@@ -14,6 +14,8 @@ Whatever precision the model trained in (mixed_bfloat16 on TPU), the export is r
 float32 policy, so CPU consumers (Evaluator, TF Serving) never see bfloat16.
 """
 
+from collections.abc import Callable
+
 import tensorflow as tf
 import tensorflow_transform as tft
 import tf_keras
@@ -61,7 +63,13 @@ def export_serving_model(
     tf_transform_output: tft.TFTransformOutput,
     export_dir: str,
     label_scale: tuple[float, float],
-) -> None:
+) -> Callable[[dict], dict]:
+    """Saves the float32 copy of `trained` with its three signatures to `export_dir`.
+
+    Returns:
+      The traced function from parsed raw serving features to the model's inputs that both
+      serving signatures call, for the parity gate to transform its examples with.
+    """
     model = float32_copy(trained, config, spec, category_sizes(spec, tf_transform_output),
                          label_scale)
     model.tft_layer = tf_transform_output.transform_features_layer()
@@ -69,22 +77,27 @@ def export_serving_model(
     full_spec = tf_transform_output.raw_feature_spec()
     task = spec.task_info
 
+    # One trace of the Transform layer for every caller: a layer call on a transform graph
+    # saved on TF1's path (pipeline/dag.py) prunes that graph again, seconds on a wide dataset.
+    @tf.function(autograph=False)
+    def to_model_inputs(raw: dict) -> dict[str, tf.Tensor]:
+        return model_inputs(model.tft_layer(raw), spec)
+
+    @tf.function(autograph=False)
+    def predict(raw: dict) -> dict[str, tf.Tensor]:
+        return task.serving_outputs(model(to_model_inputs(raw), training=False), spec.classes)
+
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")],
                  autograph=False)
     def serve_tf_examples(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
-        raw = refuse_infinite(tf.io.parse_example(serialized, serving_spec))
-        transformed = model.tft_layer(raw)
-        prediction = model(model_inputs(transformed, spec), training=False)
-        return task.serving_outputs(prediction, spec.classes)
+        return predict(refuse_infinite(tf.io.parse_example(serialized, serving_spec)))
 
     inputs = feature_inputs(serving_spec, dict(spec.number_formats))
 
     @tf.function(input_signature=input_signature(inputs), autograph=False)
     def serve_features(*values: tf.Tensor) -> dict[str, tf.Tensor]:
-        raw = to_parsed(dict(zip([i.name for i in inputs], values, strict=True)), inputs)
-        transformed = model.tft_layer(raw)
-        prediction = model(model_inputs(transformed, spec), training=False)
-        return task.serving_outputs(prediction, spec.classes)
+        return predict(to_parsed(dict(zip([i.name for i in inputs], values, strict=True)),
+                                 inputs))
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")],
                  autograph=False)
@@ -107,3 +120,4 @@ def export_serving_model(
     )
     write_contract(export_dir, inputs, spec)
     logging.info("Exported float32 serving model to %s", export_dir)
+    return to_model_inputs

@@ -10,6 +10,7 @@ Trainer wherever it runs.
 """
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -20,7 +21,6 @@ from trainer_module import keys, tasks
 from trainer_module.data import list_files
 from trainer_module.dataset_spec import DatasetSpec
 from trainer_module.export import serving_raw_feature_spec
-from trainer_module.model import model_inputs
 
 # Raw eval examples in the parity batch (the first ones of the split, in file order).
 PARITY_EXAMPLES = 256
@@ -60,8 +60,10 @@ def tolerance(spec: DatasetSpec, allowed: float, label_scale: tuple[float, float
 
 
 def compare(trained: tf_keras.Model, export_dir: str, examples: list[bytes], spec: DatasetSpec,
-            tf_transform_output: tft.TFTransformOutput, tolerance: float) -> Parity:
-    """The reloaded export's `serving_default` vs the trained model, on the same examples."""
+            tf_transform_output: tft.TFTransformOutput,
+            to_model_inputs: Callable[[dict], dict], tolerance: float) -> Parity:
+    """The reloaded export's `serving_default` vs the trained model, on the same examples;
+    `to_model_inputs` is the export's traced Transform (what `export_serving_model` returns)."""
     if not examples:
         raise ExportParityError("no raw eval examples to check the export with: the eval "
                                 "split of the raw examples is empty")
@@ -71,7 +73,7 @@ def compare(trained: tf_keras.Model, export_dir: str, examples: list[bytes], spe
         served = tf.saved_model.load(export_dir).signatures[keys.SERVING_SIGNATURE](
             examples=serialized)[key].numpy()
         raw = tf.io.parse_example(serialized, serving_raw_feature_spec(tf_transform_output, spec))
-        inputs = model_inputs(tf_transform_output.transform_features_layer()(raw), spec)
+        inputs = to_model_inputs(raw)
     # One eager call: `predict` would trace a predict function for this single batch.
     expected = np.asarray(trained(inputs, training=False),
                           dtype=np.float64).reshape(served.shape)

@@ -233,14 +233,14 @@ def run_fn(fn_args: FnArgs) -> None:
     tf_transform_output, label_scale = inputs.tf_transform_output, inputs.label_scale
     keras_model = networks[0] if len(networks) == 1 else model.fold_mean(networks)
     level = logging.get_absl_logger().level
-    export.export_serving_model(keras_model, config, spec, tf_transform_output,
-                                fn_args.serving_model_dir, label_scale)
+    to_model_inputs = export.export_serving_model(keras_model, config, spec, tf_transform_output,
+                                                  fn_args.serving_model_dir, label_scale)
     # Saving leaves absl's logger at WARNING, which would hide the lines below.
     logging.get_absl_logger().setLevel(level)
     exported = time.monotonic()
     result = parity.compare(
         keras_model, fn_args.serving_model_dir, parity.raw_examples(raw_eval_files), spec,
-        tf_transform_output,
+        tf_transform_output, to_model_inputs,
         parity.tolerance(spec, config.runtime.export_parity_tolerance, label_scale))
     logging.info("Export parity: %s", result.describe())
     parity.check(result)
