@@ -176,7 +176,8 @@ def _export(data, model, tmp_path, scale=(0.0, 1.0)):
 def test_export_traces_the_transform_once_for_both_serving_signatures(transformed_data,
                                                                        tmp_path):
     """Each trace of the Transform layer prunes the transform graph again (seconds on a wide
-    dataset): serving_default, serving_features and the parity batch share one trace."""
+    dataset). Both serving signatures hand it raw features of one spec, so the export traces
+    it once, and the parity batch reuses that trace; it answers as the layer does."""
     spec = transformed_data.spec
     tft_output = _tft(transformed_data)
     config = TrainerConfig.create(hidden_units=(128,))
