@@ -180,10 +180,11 @@ def test_data_below_large_data_gets_an_ensemble_and_large_data_one_mlp():
     (900, "binary", False)])
 def test_small_multiclass_and_regression_data_take_tabms_published_defaults(tmp_path, rows, task,
                                                                             tabm):
-    """TabM's network and optimizer are written for a multiclass or regression label below
-    its TABM_ROWS training rows with a validation slice, and reach the Trainer's settings;
-    other data keeps the sized network and the Trainer's optimizer. Either way the small
-    data's patience is written (TabM's own 16 lost hpc-data its target), none without a slice."""
+    """TabM's network and optimizer (with label smoothing for a class label) are written for a
+    multiclass or regression label below its TABM_ROWS training rows with a validation slice,
+    and reach the Trainer's settings; other data keeps the sized network and the Trainer's
+    optimizer. Either way the small data's patience is written (TabM's own 16 lost hpc-data
+    its target), none without a slice."""
     rng = random.Random(rows)
     labels = {"multiclass": ["a", "b", "c"], "binary": ["a", "b"]}.get(task)
     spec = _made(tmp_path, "small", [
@@ -197,6 +198,10 @@ def test_small_multiclass_and_regression_data_take_tabms_published_defaults(tmp_
     used = (list(trainer.model.hidden_units), trainer.model.dropout, trainer.model.l2,
             trainer.model.ensemble_size, trainer.training.learning_rate,
             trainer.training.weight_decay)
+    # A class label under TabM's shape trains on smoothed labels; a number has no classes.
+    smoothing = bootstrap.TABM_LABEL_SMOOTHING if tabm and task == "multiclass" else None
+    assert spec["training"].get("label_smoothing") == smoothing
+    assert trainer.training.label_smoothing == (smoothing or 0.0)
     patience = bootstrap.SMALL_DATA_PATIENCE if rows >= 900 else 0
     assert spec["training"]["early_stopping_patience"] == (
         trainer.training.early_stopping_patience) == patience
