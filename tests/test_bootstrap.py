@@ -178,8 +178,8 @@ def test_data_below_large_data_gets_an_ensemble_and_large_data_one_mlp():
     (300, "multiclass", False),     # no slice to stop on
     (900, "regression", True),
     (900, "binary", False)])
-def test_small_multiclass_and_regression_data_take_tabms_published_defaults(tmp_path, rows, task,
-                                                                            tabm):
+def test_small_multiclass_and_regression_data_take_tabms_published_defaults(tmp_path, capsys,
+                                                                            rows, task, tabm):
     """TabM's network and optimizer (with label smoothing for a class label) are written for a
     multiclass or regression label below its TABM_ROWS training rows with a validation slice,
     and reach the Trainer's settings; other data keeps the sized network and the Trainer's
@@ -202,12 +202,15 @@ def test_small_multiclass_and_regression_data_take_tabms_published_defaults(tmp_
     smoothing = bootstrap.TABM_LABEL_SMOOTHING if tabm and task == "multiclass" else None
     assert spec["training"].get("label_smoothing") == smoothing
     assert trainer.training.label_smoothing == (smoothing or 0.0)
+    network_line = next(line for line in capsys.readouterr().out.splitlines()
+                        if line.strip().startswith("network:"))
+    assert ("labels smoothed by" in network_line) == bool(smoothing), network_line
     patience = bootstrap.SMALL_DATA_PATIENCE if rows >= 900 else 0
     assert spec["training"]["early_stopping_patience"] == (
         trainer.training.early_stopping_patience) == patience
     defaults = TrainerConfig().training
     if tabm:
-        network = bootstrap.TABM_NETWORK
+        network = bootstrap.TABM_NETWORKS[task]
         assert written == used == (list(network.hidden_units), network.dropout, network.l2,
                                    bootstrap.TABM_MEMBERS, bootstrap.LEARNING_RATE,
                                    bootstrap.TABM_WEIGHT_DECAY)
