@@ -159,13 +159,14 @@ def test_data_below_large_data_gets_an_ensemble_and_large_data_one_mlp():
         tasks.BINARY, large - 1) == bootstrap.FEW_MEMBERS > 1
     assert bootstrap.ensemble_size(tasks.BINARY, large) == 1
     assert bootstrap.ensemble_size(tasks.MULTICLASS, 1000) == bootstrap.ensemble_size(
-        tasks.MULTICLASS, many - 1) == bootstrap.TABM_MEMBERS > bootstrap.FEW_MEMBERS
+        tasks.MULTICLASS, many - 1) == bootstrap.TABM_MEMBERS[tasks.MULTICLASS] > (
+            bootstrap.FEW_MEMBERS)
     assert bootstrap.ensemble_size(tasks.MULTICLASS, many) == bootstrap.ensemble_size(
         tasks.MULTICLASS, large - 1) == bootstrap.FEW_MEMBERS
     assert bootstrap.ensemble_size(tasks.MULTICLASS, 1000, validated=False) == 1
     assert bootstrap.ensemble_size(tasks.MULTICLASS, large) == 1
     assert bootstrap.ensemble_size(tasks.REGRESSION, 1000) == bootstrap.ensemble_size(
-        tasks.REGRESSION, small_regression - 1) == bootstrap.TABM_MEMBERS
+        tasks.REGRESSION, small_regression - 1) == bootstrap.TABM_MEMBERS[tasks.REGRESSION]
     assert bootstrap.ensemble_size(tasks.REGRESSION, small_regression) == bootstrap.ensemble_size(
         tasks.REGRESSION, large - 1) == bootstrap.FEW_MEMBERS
     assert bootstrap.ensemble_size(tasks.REGRESSION, large) == 1
@@ -212,7 +213,7 @@ def test_small_multiclass_and_regression_data_take_tabms_published_defaults(tmp_
     if tabm:
         network = bootstrap.TABM_NETWORKS[task]
         assert written == used == (list(network.hidden_units), network.dropout, network.l2,
-                                   bootstrap.TABM_MEMBERS, bootstrap.LEARNING_RATE,
+                                   bootstrap.TABM_MEMBERS[task], bootstrap.LEARNING_RATE,
                                    bootstrap.TABM_WEIGHT_DECAY)
         assert "TabM's shape, sized for a CPU" in (
             tmp_path / "small" / datasets.SPEC_FILE).read_text(encoding="utf-8")
@@ -834,7 +835,8 @@ def test_tabms_shape_reads_a_few_valued_integer_with_one_bin_and_a_wider_one_wit
     rows = [{"few": str(rng.randint(0, 3)), "more": str(10 * rng.randint(1, 11)),
              "y": rng.choice(["a", "b", "c"])} for _ in range(900)]
     spec = _made(tmp_path, "counts", rows, "y", "multiclass")
-    assert spec["model"]["ensemble_size"] == bootstrap.TABM_MEMBERS  # TabM's shape
+    # TabM's shape
+    assert spec["model"]["ensemble_size"] == bootstrap.TABM_MEMBERS[tasks.MULTICLASS]
     features = spec["features"]
     assert (features["few"]["role"], features["few"]["bins"]) == ("integer",
                                                                   bootstrap.SIZED_INTEGER_BINS)

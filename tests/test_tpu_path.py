@@ -20,7 +20,7 @@ from tensorflow.python.tpu import tpu_system_metadata
 from tfx.components.trainer.fn_args_utils import FnArgs
 
 from pipeline.tools import bootstrap
-from trainer_module import keys, plan, run, strategy, tool_tpu_step
+from trainer_module import keys, plan, run, strategy, tasks, tool_tpu_step
 from trainer_module.config import ENSEMBLE_KINDS, TrainerConfig
 from trainer_module.executor import RAW_EVAL_FILES_KEY
 from trainer_module.features import CATEGORY, FLOAT, PACKED_NAMES
@@ -260,10 +260,10 @@ def test_the_tpu_network_make_dataset_writes_is_the_step_tpu_check_compiles(tran
     """`make dataset` writes TabM's shape sized for a CPU in [model] and the paper's sizes in
     [tpu]: the step a TPU runs (and `make tpu-check` compiles, with XLA in bfloat16) trains the
     [tpu] network, and a CPU run keeps [model]'s."""
-    network = bootstrap.TABM_NETWORK
+    network, members = bootstrap.TABM_NETWORK, bootstrap.TABM_MEMBERS[tasks.MULTICLASS]
     config = TrainerConfig.create(
         per_replica_batch_size=8, steps_per_execution=4, hidden_units=network.hidden_units,
-        dropout=network.dropout, l2=network.l2, ensemble_size=bootstrap.TABM_MEMBERS,
+        dropout=network.dropout, l2=network.l2, ensemble_size=members,
         learning_rate=bootstrap.LEARNING_RATE, weight_decay=bootstrap.TABM_WEIGHT_DECAY,
         tpu_network=tuple(bootstrap.TABM_TPU_NETWORK.items()))
     report = tool_tpu_step.check(transformed_data.transform_dir, transformed_data.train_files,
@@ -277,7 +277,7 @@ def test_the_tpu_network_make_dataset_writes_is_the_step_tpu_check_compiles(tran
     assert "Network: 32 members sharing layers of 512, 512, 512" in report.format()
     cpu = plan.make_plan(config, transformed_data.spec, 16)
     assert (cpu.config.model.hidden_units, cpu.config.model.ensemble_size) == (
-        network.hidden_units, bootstrap.TABM_MEMBERS)
+        network.hidden_units, members)
     tpu = plan.make_plan(config, transformed_data.spec, 16, as_tpu=True)
     assert (tpu.config.model.hidden_units, tpu.config.model.ensemble_size) == ((512, 512, 512),
                                                                                32)

@@ -229,7 +229,7 @@ NETWORK_SIZES = (
 )
 # A label of a task in TABM_ROWS below that many training rows, with a validation slice to stop
 # on, takes TabM's shape of network (Gorishniy et al., ICLR 2025) in place of NETWORK_SIZES:
-# TABM_MEMBERS members sharing three layers, dropout 0.1, no L2, and decoupled weight decay
+# TABM_MEMBERS (by task) sharing three layers, dropout 0.1, no L2, and decoupled weight decay
 # TABM_WEIGHT_DECAY. The paper's defaults (32 members, layers of 512) raised the accuracy of
 # both multiclass datasets in the quality suite and lowered the RMSE of both regression
 # datasets tried below 10,000 training rows, at about ten times a tree's fit on a CPU; a
@@ -244,7 +244,11 @@ TABM_NETWORK = NetworkSize(0, (256, 256, 256), 0.1, 0.0, "TabM's shape, sized fo
 TABM_NETWORKS = {tasks.MULTICLASS: TABM_NETWORK,
                  tasks.REGRESSION: dataclasses.replace(
                      TABM_NETWORK, dropout=0.0, why="TabM's shape, sized for a CPU, no dropout")}
-TABM_MEMBERS = 8
+# Members of TabM's shape, by task. A multiclass label, which also trains on smoothed labels,
+# takes half of them: on hpc-data, over three seeds, 4 members scored 0.8463 ± 0.0014 against 8's
+# 0.8456 ± 0.0035 and kept epoch 58 in place of 101, for a Trainer of 33 s in place of 72.
+# docs/experiments/2026-12-06-four-members-for-a-class-label.md has the runs.
+TABM_MEMBERS = {tasks.MULTICLASS: 4, tasks.REGRESSION: 8}
 TABM_WEIGHT_DECAY = 0.0003
 # A class label under TabM's shape trains on labels moved this share toward the uniform answer
 # (TrainingConfig.label_smoothing; RealMLP's default, Holzmüller et al., NeurIPS 2024). On
@@ -779,8 +783,10 @@ def _notes(train_rows: int, batch: int, epochs: int, size: NetworkSize, threshol
         "model.ensemble_size": [
             "members that share the MLP, each with its own head; their mean answers. make dataset",
             f"writes {BINARY_ENSEMBLE_SIZE} for a binary label below {LARGE_DATA_ROWS:,} training "
-            f"rows, {TABM_MEMBERS} (TabM's shape) for", f"{tabm_rule()}, {FEW_MEMBERS} in place "
-            f"of either from {MANY_ROWS:,} training rows on and for a regression label from",
+            "rows, under TabM's shape", ", ".join(
+                f"{TABM_MEMBERS[task]} for a {task} label below {rows:,} training rows"
+                for task, rows in TABM_ROWS.items()) + f", {FEW_MEMBERS} in place "
+            f"of these from {MANY_ROWS:,} training rows on and for a regression label from",
             f"{TABM_ROWS[tasks.REGRESSION]:,} to {LARGE_DATA_ROWS:,}, and 1 otherwise."],
         "csv": ["How the files are written (make dataset read them so)."],
     }
@@ -826,13 +832,13 @@ def ensemble_size(task: str, train_rows: int, validated: bool = True) -> int:
     """ensemble_size for this task and this many training rows: BINARY_ENSEMBLE_SIZE for a
     binary label below LARGE_DATA_ROWS, where the members' mean raised the AUC on four of the
     quality suite's six binary datasets (their mean AUC by 0.0062) and an epoch costs seconds;
-    TABM_MEMBERS where TabM's shape applies (`takes_tabm_defaults`); FEW_MEMBERS in place of
+    TABM_MEMBERS[task] where TabM's shape applies (`takes_tabm_defaults`); FEW_MEMBERS in place of
     either from MANY_ROWS on; FEW_MEMBERS for a regression label past TabM's rows
     (`past_tabm_regression`); else 1. Eight members on the default network scored lower on a
     multiclass dataset and on one of two regression datasets; on large data they are untried,
     and a CPU epoch of minutes would take several times as long."""
     if takes_tabm_defaults(task, train_rows, validated):
-        members = TABM_MEMBERS
+        members = TABM_MEMBERS[task]
     elif task == tasks.BINARY and train_rows < LARGE_DATA_ROWS:
         members = BINARY_ENSEMBLE_SIZE
     elif past_tabm_regression(task, train_rows):
