@@ -110,6 +110,7 @@ TRAINER_VARIABLES = {
     "EPOCHS": ("epochs", _env_int),
     "EARLY_STOPPING_PATIENCE": ("early_stopping_patience", _env_int),
     "REFIT_FACTOR": ("refit_factor", _env_float),
+    "REFIT_SCHEDULE": ("refit_schedule", _env_str),
     "LABEL_SMOOTHING": ("label_smoothing", _env_float),
     "VALIDATION_FRACTION": ("validation_fraction", _env_float),
     "VALIDATION_FOLDS": ("validation_folds", _env_int),

@@ -16,7 +16,7 @@ from pipeline.errors import ConfigError
 from pipeline.pipeline_config import configure
 from pipeline.tools import bootstrap
 from trainer_module import tasks
-from trainer_module.config import ModelConfig, TrainerConfig
+from trainer_module.config import REFIT_FIRST_FIT, REFIT_OWN, ModelConfig, TrainerConfig
 from trainer_module.features import NUMERIC_BINS
 from trainer_module.missing import folded
 
@@ -203,9 +203,16 @@ def test_small_multiclass_and_regression_data_take_tabms_published_defaults(tmp_
     smoothing = bootstrap.TABM_LABEL_SMOOTHING if tabm and task == "multiclass" else None
     assert spec["training"].get("label_smoothing") == smoothing
     assert trainer.training.label_smoothing == (smoothing or 0.0)
-    network_line = next(line for line in capsys.readouterr().out.splitlines()
-                        if line.strip().startswith("network:"))
+    summary = capsys.readouterr().out.splitlines()
+    network_line = next(line for line in summary if line.strip().startswith("network:"))
     assert ("labels smoothed by" in network_line) == bool(smoothing), network_line
+    # Its refit runs its own decay where the task's table says so; elsewhere the first fit's.
+    refitted = spec["training"]["refit_factor"] > 0
+    schedule = bootstrap.TABM_REFIT_SCHEDULES[task] if tabm and refitted else REFIT_FIRST_FIT
+    assert spec["training"].get("refit_schedule", REFIT_FIRST_FIT) == (
+        trainer.training.refit_schedule) == schedule
+    training_line = next(line for line in summary if line.strip().startswith("slices:"))
+    assert ("decaying over its own epochs" in training_line) == (schedule == REFIT_OWN)
     patience = bootstrap.SMALL_DATA_PATIENCE if rows >= 900 else 0
     assert spec["training"]["early_stopping_patience"] == (
         trainer.training.early_stopping_patience) == patience

@@ -123,6 +123,7 @@ def test_unknown_trainer_setting_is_named():
     ("refit_factor", 0.5, r"expected 0 \(off\) or a number in \[1, 10\]"),
     ("refit_factor", 11, r"expected 0 \(off\) or a number in \[1, 10\]"),
     ("refit_factor", True, r"expected 0 \(off\) or a number in \[1, 10\]"),
+    ("refit_schedule", "last", r"expected one of first_fit, own"),
     ("validation_folds", 0, "expected a whole number >= 1 and <= 10"),
     ("validation_folds", 11, "expected a whole number >= 1 and <= 10"),
 ])

@@ -135,6 +135,26 @@ def test_a_refit_trains_a_fresh_model_on_every_training_row_for_the_factors_epoc
     assert "on 256 raw eval examples" in parity_line
 
 
+def test_a_refit_on_its_own_schedule_ends_its_decay_at_its_last_epoch(transformed_data,
+                                                                        tmp_path):
+    """refit_schedule 'own': the refit's rate runs the whole cosine over its own epochs and ends
+    at lr_floor of the peak, where the first fit's schedule (a 30-epoch budget, stopped early)
+    would still be near the peak after the refit's few epochs."""
+    args = _fn_args(transformed_data, str(tmp_path), 0, epochs=30, per_replica_batch_size=64,
+                    validation_fraction=0.3, early_stopping_patience=3, learning_rate=0.05,
+                    refit_factor=1, refit_schedule="own", lr_floor=0.1)
+    args.train_steps = None
+    run.run_fn(args)
+    record = early_stopping.read_record(args.model_run_dir)
+    epochs = record.refit_epochs
+    assert 1 <= epochs < 30, "the refit must run fewer epochs than the budget to tell them apart"
+    refit = report.training_curves(os.path.join(args.model_run_dir, run.REFIT_DIR, "logs"))
+    peak = 0.05 * plan.learning_rate_scale(TrainerConfig(), 64)
+    assert [rate for _, rate in refit["train"]["learning_rate"]] == pytest.approx(
+        [peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * e / epochs)))
+         for e in range(1, epochs + 1)], rel=1e-4, abs=1e-9)
+
+
 def test_a_refit_worse_than_the_kept_epoch_is_not_exported(transformed_data, tmp_path,
                                                             monkeypatch):
     """A refit that went wrong (here: one that answers "big tipper" with certainty for every

@@ -30,8 +30,8 @@ DELIMITERS = (",", ";", "\t", "|")
 # there (each checked by the Trainer's config itself).
 BUDGET_KEYS = ("train_steps", "epochs", "per_replica_batch_size")
 TRAINING_CONFIG_KEYS = ("learning_rate", "weight_decay", "early_stopping_patience",
-                        "refit_factor", "lr_floor", "label_smoothing", "validation_fraction",
-                        "validation_folds")
+                        "refit_factor", "refit_schedule", "lr_floor", "label_smoothing",
+                        "validation_fraction", "validation_folds")
 TRAINING_KEYS = (*BUDGET_KEYS, *TRAINING_CONFIG_KEYS, "window_spans")
 # The network a spec may give ([model]): ModelConfig's settings of the same names.
 MODEL_KEYS = ("hidden_units", "embedding_dim", "dropout", "l2", "cross_buckets",
@@ -117,8 +117,8 @@ class DatasetSpec:
       (such rows are left out of training and evaluation, and the report counts them);
     train_steps / epochs / per_replica_batch_size: defaults for this dataset's size (settings
       win): a budget in train steps, or in passes over the training rows.
-    learning_rate / weight_decay / early_stopping_patience / refit_factor / lr_floor /
-      label_smoothing / validation_fraction / validation_folds: this dataset's Trainer
+    learning_rate / weight_decay / early_stopping_patience / refit_factor / refit_schedule /
+      lr_floor / label_smoothing / validation_fraction / validation_folds: this dataset's Trainer
       settings of the same names (settings win); None: the Trainer's default.
     model: the network for this dataset ([model], MODEL_KEYS → value; settings win): sizes for
       its row count, and whether categories are paired; as (key, value) pairs.
@@ -159,6 +159,7 @@ class DatasetSpec:
     weight_decay: float | None = None
     early_stopping_patience: int | None = None
     refit_factor: float | None = None
+    refit_schedule: str | None = None
     lr_floor: float | None = None
     label_smoothing: float | None = None
     validation_fraction: float | None = None

@@ -27,7 +27,12 @@ from trainer_module import (
     tasks,
     warm_start,
 )
-from trainer_module.config import MAX_VALIDATION_FRACTION, MIN_VALIDATION_ROWS, TrainerConfig
+from trainer_module.config import (
+    MAX_VALIDATION_FRACTION,
+    MIN_VALIDATION_ROWS,
+    REFIT_OWN,
+    TrainerConfig,
+)
 from trainer_module.dataset_spec import DatasetSpec
 
 # Train steps per host round trip when the config says 0 (auto): a TPU idles between
@@ -284,7 +289,7 @@ class TrainingPlan:
               base_model: str | None = None) -> tuple[tf_keras.Model, int]:
         """A fresh model trained on every training row (the validation slice's too) for
         refit_factor × `kept_epoch` epochs (TrainingConfig.refit_factor says when that pays),
-        its learning rate following the first fit's schedule epoch for epoch.
+        its learning rate as TrainingConfig.refit_schedule says.
 
         Args:
           inputs: this run's inputs (Transform's output, the label's scale, the cache choice).
@@ -305,10 +310,12 @@ class TrainingPlan:
         # profiled the steps, if asked.
         train = self.dataset(train_files, inputs.tf_transform_output.transformed_feature_spec(),
                              training=True, cache=inputs.train_cached, part=data.ALL)
-        # The first fit's schedule, epoch for epoch: at the kept epoch the rate is where it was
-        # when early stopping measured it, instead of a decay squeezed into the refit's epochs.
+        # 'first_fit': the first fit's schedule, epoch for epoch (over the refit's own epochs
+        # where it runs longer); 'own': the whole schedule over the refit's epochs.
+        own = self.config.training.refit_schedule == REFIT_OWN
         keras_model = self.compiled_model(inputs.tf_transform_output, inputs.label_scale,
-                                          train_steps=max(self.epochs, epochs) * steps)
+                                          train_steps=(epochs if own else max(self.epochs, epochs))
+                                          * steps)
         if self.config.training.warm_start and base_model:
             warm_start.restore(keras_model, base_model, warm_start.vocabularies(
                 self.spec, inputs.tf_transform_output))
